@@ -1,0 +1,57 @@
+"""letitloop: crash-proof functions, notebook cells and AI-agent pipelines on a local journal.
+
+    from letitloop import durable, step, atomic_marker
+
+Names are resolved lazily (PEP 562) so ``import letitloop`` stays close to a bare interpreter.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "durable": "letitloop.kernel._runtime",
+    "durable_async": "letitloop.kernel._runtime",
+    "step": "letitloop.kernel._runtime",
+    "async_step": "letitloop.kernel._runtime",
+    "atomic_marker": "letitloop.kernel._marker",
+    "current_step": "letitloop.kernel._context",
+    "open_journal": "letitloop.kernel._client",
+    "MemoryJournal": "letitloop.kernel._memory",
+    "DurableOptions": "letitloop.kernel._options",
+    "LetItLoopError": "letitloop.kernel._errors",
+    "NonDeterminismError": "letitloop.kernel._errors",
+    "InDoubtError": "letitloop.kernel._errors",
+    "RunLockedError": "letitloop.kernel._errors",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from letitloop.kernel._client import open_journal
+    from letitloop.kernel._context import current_step
+    from letitloop.kernel._errors import (
+        InDoubtError,
+        LetItLoopError,
+        NonDeterminismError,
+        RunLockedError,
+    )
+    from letitloop.kernel._marker import atomic_marker
+    from letitloop.kernel._memory import MemoryJournal
+    from letitloop.kernel._options import DurableOptions
+    from letitloop.kernel._runtime import async_step, durable, durable_async, step
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'letitloop' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,415 @@
+"""``OwnerJournal``: the Journal contract spoken to a journal's owner process over its socket.
+
+Clients never import duckdb. The first call finds the owner's socket or starts the owner
+(detached, in its own session) and waits until it answers. If the owner dies, every call
+reconnects (starting a new owner if needed), re-takes the leases this process held, and resends
+its request; records have natural keys, so a resent write is never applied twice.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from letitloop.kernel import _errors, _wire
+from letitloop.kernel._config import JournalPaths, env_float, find_journal
+from letitloop.kernel._contract import (
+    AttemptInfo,
+    Encoded,
+    EventInfo,
+    RunDetail,
+    RunInfo,
+    RunState,
+)
+from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
+from letitloop.kernel._records import Record
+from letitloop.kernel._state import run_state
+
+_journals: dict[Path, OwnerJournal] = {}
+_journals_lock = threading.Lock()
+_spawned: list[subprocess.Popen[bytes]] = []
+
+
+def open_journal(spec: str | os.PathLike[str] | None = None) -> OwnerJournal:
+    """The process-wide journal object for a path (found as ``kernel._config`` says if None)."""
+    path = find_journal(spec)
+    with _journals_lock:
+        journal = _journals.get(path)
+        if journal is None or journal.closed:
+            journal = _journals[path] = OwnerJournal(path)
+        return journal
+
+
+def _raise(error: dict[str, Any]) -> None:
+    cls = getattr(_errors, str(error.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, LetItLoopError)):
+        cls = _errors.JournalError
+    raise cls(
+        str(error.get("message")),
+        fix=error.get("fix"),
+        run_id=error.get("run_id"),
+        step=error.get("step"),
+        position=error.get("position"),
+    )
+
+
+def _reap() -> None:
+    """Collect owners this process started that have exited, so none stays a zombie."""
+    for proc in list(_spawned):
+        if proc.poll() is not None:
+            _spawned.remove(proc)
+
+
+class _Link:
+    """One socket to the owner, one request in flight."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def call(self, req: dict[str, Any]) -> Any:
+        self.sock.sendall(_wire.pack(req))
+        return _wire.recv(self.sock)
+
+    def send(self, req: dict[str, Any]) -> None:
+        self.sock.sendall(_wire.pack(req))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class _Sub:
+    """A pushed-event subscription on its own connection and thread."""
+
+    def __init__(self, journal: OwnerJournal, callback: Any, run_id: str | None) -> None:
+        self.journal, self.callback, self.run_id = journal, callback, run_id
+        self.closed = False
+        self.link: _Link | None = None
+        self.thread = threading.Thread(target=self._loop, name="lil-subscription", daemon=True)
+        self.ready = threading.Event()
+        self.thread.start()
+        self.ready.wait(30)
+
+    def _loop(self) -> None:
+        while not self.closed:
+            try:
+                self.link = self.journal._connect()
+                self.link.call({"op": "subscribe", "run": self.run_id})
+                self.ready.set()
+                while not self.closed:
+                    msg = _wire.recv(self.link.sock)
+                    if "push" in msg:
+                        self.callback([_event(e) for e in msg["push"]])
+            except (OSError, LetItLoopError):
+                if self.closed:
+                    return
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        self.closed = True
+        if self.link is not None:
+            try:
+                self.link.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.link.close()
+
+
+def _event(e: dict[str, Any]) -> EventInfo:
+    return EventInfo(
+        seq=e["seq"],
+        run_id=e["run"],
+        kind=e.get("k") or e.get("kind", ""),
+        position=e.get("pos"),
+        attempt=e.get("att"),
+        name=e.get("name"),
+        ts=e["ts"],
+        data=e.get("data") or {k: v for k, v in e.items() if k != "seq"},
+    )
+
+
+class OwnerJournal:
+    """See the module docstring. Thread-safe: each concurrent call uses its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.paths = JournalPaths(path)
+        self.location = str(path)
+        self.closed = False
+        self._pool: list[_Link] = []
+        self._lock = threading.Lock()
+        self._leases: set[str] = set()
+        self._pid = os.getpid()
+        self._new_session()
+        self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
+        self.journal_id = ""
+        self.owner_pid = 0
+        link = self._connect()
+        self._pool.append(link)
+
+    def _new_session(self) -> None:
+        self.session = f"{os.getpid()}@{socket.gethostname()}/{uuid.uuid4().hex[:12]}"
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _connect(self) -> _Link:
+        """Connect and say hello, starting the owner if nobody answers."""
+        deadline = time.monotonic() + self.connect_timeout
+        spawned_at = -1.0
+        delay = 0.001
+        while True:
+            sock = socket.socket(socket.AF_UNIX)
+            try:
+                sock.connect(str(self.paths.socket))
+                link = _Link(sock)
+                hello = link.call({"op": "hello", "session": self.session})
+                self._check_hello(hello)
+                return link
+            except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, EOFError):
+                sock.close()
+            except OSError:
+                sock.close()
+            now = time.monotonic()
+            if now > deadline:
+                raise JournalUnavailableError(
+                    f"the journal owner for {self.location} did not answer within "
+                    f"{self.connect_timeout:.0f} s{self._owner_log_tail()}",
+                    fix="run `lil journal doctor` to see why; check that the directory is on a "
+                    "local disk and writable",
+                )
+            if spawned_at < 0 or (now - spawned_at > 2.0 and not self._spawn_alive()):
+                self._spawn()
+                spawned_at = now
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def _check_hello(self, hello: dict[str, Any]) -> None:
+        if not hello.get("ok"):
+            _raise(hello["error"])
+        if hello["protocol"] != _wire.PROTOCOL:
+            raise JournalVersionError(
+                f"the journal owner (pid {hello.get('pid')}, letitloop {hello.get('version')}) "
+                f"speaks protocol {hello['protocol']}, this process speaks {_wire.PROTOCOL}",
+                fix="run `lil journal stop` once no run is executing; the next call starts an "
+                "owner of this version",
+            )
+        self.journal_id = hello["journal_id"]
+        self.owner_pid = hello["pid"]
+
+    def _spawn_alive(self) -> bool:
+        _reap()
+        return bool(_spawned)
+
+    def _spawn(self) -> None:
+        _reap()
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        pkg_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_root, env.get("PYTHONPATH")]))
+        with open(self.paths.owner_log, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "letitloop.kernel._owner", "--journal", self.location],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+                env=env,
+                cwd=str(self.paths.root),
+            )
+        _spawned.append(proc)
+
+    def _owner_log_tail(self) -> str:
+        try:
+            tail = self.paths.owner_log.read_text(errors="replace").strip().splitlines()[-8:]
+        except OSError:
+            return ""
+        return ("; the owner's log ends:\n    " + "\n    ".join(tail)) if tail else ""
+
+    def _take(self) -> _Link:
+        if os.getpid() != self._pid:  # forked: the parent's sockets and leases are not ours
+            self._pid = os.getpid()
+            self._pool, self._leases = [], set()
+            self._new_session()
+        with self._lock:
+            if self._pool:
+                return self._pool.pop()
+        return self._connect()
+
+    def _give(self, link: _Link) -> None:
+        with self._lock:
+            self._pool.append(link)
+
+    def _call(self, req: dict[str, Any], reply: bool = True) -> Any:
+        """Send a request, reconnecting and resending if the owner went away meanwhile."""
+        if self.closed:
+            raise _errors.JournalError(f"journal {self.location} was closed")
+        link = self._take()
+        while True:
+            try:
+                if not reply:
+                    link.send(req)
+                    self._give(link)
+                    return None
+                msg = link.call(req)
+                break
+            except OSError:
+                link.close()
+                link = self._reconnect()
+        self._give(link)
+        if not msg.get("ok"):
+            _raise(msg["error"])
+        return msg
+
+    def _reconnect(self) -> _Link:
+        """A new connection after the owner died, with this process's leases taken again."""
+        with self._lock:
+            for old in self._pool:
+                old.close()
+            self._pool.clear()
+        link = self._connect()
+        if self._leases:
+            msg = link.call({"op": "relock", "runs": sorted(self._leases)})
+            if not msg.get("ok"):
+                _raise(msg["error"])
+        return link
+
+    # -- the contract -------------------------------------------------------------------------
+
+    def open_run(
+        self,
+        *,
+        run_id: str,
+        workflow: str,
+        key: str,
+        args: Encoded | None = None,
+        entry: str | None = None,
+        parent: str | None = None,
+        lease: bool = True,
+        lock_timeout: float = 0.0,
+    ) -> RunState:
+        req = {"op": "open_run", "run": run_id, "wf": workflow, "key": key, "lease": lease}
+        req.update(args=list(args) if args else None, entry=entry, parent=parent)
+        req["lock_timeout"] = lock_timeout
+        state = run_state(self._call(req)["state"])
+        if lease and state.status != "completed":
+            self._leases.add(run_id)
+        return state
+
+    def release_run(self, run_id: str) -> None:
+        self._leases.discard(run_id)
+        self._call({"op": "release", "run": run_id})
+
+    def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
+        self._call({"op": "append", "recs": list(records), "ack": sync}, reply=sync)
+
+    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
+        req = {"op": "output", "run": run_id, "epoch": epoch, "pos": position, "att": attempt}
+        codec, data = self._call(req)["out"]
+        return codec, data
+
+    def list_runs(
+        self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
+        req = {"op": "runs", "status": status, "workflow": workflow, "limit": limit}
+        return [_run_info(r) for r in self._call(req)["runs"]]
+
+    def find_run(self, text: str) -> str:
+        from letitloop.kernel._memory import match_run
+
+        return match_run(text, self._call({"op": "run_ids"})["runs"])
+
+    def get_run(self, run_id: str) -> RunDetail:
+        msg = self._call({"op": "run", "run": run_id})
+        result = msg.get("result")
+        return RunDetail(
+            _run_info(msg["run"]),
+            [_attempt(a) for a in msg["attempts"]],
+            (result[0], result[1]) if result else None,
+        )
+
+    def events(
+        self, *, after: int = 0, run_id: str | None = None, limit: int = 1000
+    ) -> list[EventInfo]:
+        msg = self._call({"op": "events", "after": after, "run": run_id, "limit": limit})
+        return [_event(e) for e in msg["events"]]
+
+    def subscribe(
+        self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
+    ) -> _Sub:
+        return _Sub(self, callback, run_id)
+
+    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
+        self._call({"op": "resolve", "run": run_id, "marker": marker, "res": resolution, "by": by})
+
+    def reset_run(self, run_id: str, by: str) -> None:
+        self._call({"op": "reset", "run": run_id, "by": by})
+
+    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
+        msg = self._call({"op": "gc", "older_than": older_than, "statuses": list(statuses)})
+        return int(msg["deleted"])
+
+    # -- owner administration (not part of the contract) ---------------------------------------
+
+    def sql(self, query: str) -> dict[str, Any]:
+        msg = self._call({"op": "sql", "sql": query})
+        return {"columns": msg["columns"], "rows": msg["rows"]}
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self._call({"op": "stats"})["stats"])
+
+    def stop_owner(self) -> int:
+        pid = int(self._call({"op": "stop"})["pid"])
+        self.close()
+        return pid
+
+    def close(self) -> None:
+        with self._lock:
+            for link in self._pool:
+                link.close()
+            self._pool.clear()
+        self.closed = True
+
+
+def _run_info(r: dict[str, Any]) -> RunInfo:
+    return RunInfo(
+        run_id=r["run"],
+        workflow=r["wf"],
+        key=r["key"],
+        status=r["status"],
+        epoch=r["epoch"],
+        attempt=r["try"],
+        created=r["created"],
+        updated=r["updated"],
+        steps_done=r["done"],
+        current_step=r.get("current"),
+        holder=r.get("holder"),
+        parent=r.get("parent"),
+        error=r.get("error"),
+    )
+
+
+def _attempt(a: dict[str, Any]) -> AttemptInfo:
+    return AttemptInfo(
+        position=a["pos"],
+        attempt=a["att"],
+        kind=a["kind"] or "step",
+        name=a["name"] or "?",
+        fingerprint=a["fp"] or "",
+        status=a["status"],
+        started=a["started"],
+        ended=a["ended"],
+        codec=a["codec"],
+        size=a["size"] or 0,
+        error=a["err"],
+        next_position=a["next"],
+        resolution=a["res"],
+        resolved_by=a["res_by"],
+        preview=a.get("preview"),
+    )

@@ -1,0 +1,130 @@
+"""Where the journal lives and how its owner is reached.
+
+The journal is found the way git finds its directory, first match wins:
+
+1. an explicit ``journal=`` argument (a path), then ``LIL_JOURNAL`` (a path);
+2. ``[tool.letitloop] journal = "..."`` in the nearest ``pyproject.toml`` (relative to that file);
+3. ``.letitloop/journal.duckdb`` in the nearest ancestor holding ``.letitloop/``, ``pyproject.toml``
+   or ``.git``;
+4. ``.letitloop/journal.duckdb`` in the current directory.
+
+Beside the journal file live its lock (owner election), its log directory and the owner's
+socket; the socket moves to a short runtime directory when the path would be too long.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from letitloop.kernel._errors import ConfigError
+
+_MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 108 bytes on Linux
+_PROJECT_MARKERS = (".letitloop", "pyproject.toml", ".git")
+
+
+@dataclass(frozen=True)
+class JournalPaths:
+    """The files of one journal: the DuckDB store and everything its owner keeps beside it."""
+
+    db: Path
+
+    @property
+    def root(self) -> Path:
+        return self.db.parent
+
+    @property
+    def lock(self) -> Path:
+        return self.db.with_name(self.db.name + ".lock")
+
+    @property
+    def log_dir(self) -> Path:
+        return self.db.with_name(self.db.name + ".log")
+
+    @property
+    def owner_log(self) -> Path:
+        return self.db.with_name(self.db.name + ".owner.log")
+
+    @property
+    def pid_file(self) -> Path:
+        return self.db.with_name(self.db.name + ".pid")
+
+    @property
+    def socket(self) -> Path:
+        near = self.db.with_name(self.db.name + ".sock")
+        if len(str(near)) <= _MAX_SOCKET_PATH:
+            return near
+        digest = hashlib.sha256(str(self.db).encode()).hexdigest()[:16]
+        base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+        return Path(base) / f"letitloop-{os.getuid()}" / f"{digest}.sock"
+
+
+def _pyproject_journal(pyproject: Path) -> Path | None:
+    """Read ``[tool.letitloop] journal`` without importing tomllib unless the file mentions it."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if "letitloop" not in text:
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{pyproject} is not valid TOML: {exc}",
+            fix="correct the file, or set LIL_JOURNAL to choose the journal explicitly",
+        ) from None
+    value = data.get("tool", {}).get("letitloop", {}).get("journal")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            f"[tool.letitloop] journal in {pyproject} must be a path string, got {value!r}",
+            fix='write e.g. journal = ".letitloop/journal.duckdb"',
+        )
+    return (pyproject.parent / value).resolve()
+
+
+def find_journal(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
+    """Return the journal file to use, following the precedence in this module's docstring."""
+    chosen = explicit if explicit is not None else os.environ.get("LIL_JOURNAL") or None
+    if chosen is not None:
+        text = os.fspath(chosen)
+        if re.match(r"^[a-z][a-z0-9+.-]*://", text):
+            raise ConfigError(
+                f"journal {text!r} is a URL; only local DuckDB journal files are supported so far",
+                fix="point LIL_JOURNAL (or journal=) at a file path such as .letitloop/journal.duckdb",
+            )
+        path = Path(text).expanduser()
+        if path.is_dir():
+            path = path / "journal.duckdb"
+        return path.resolve()
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            configured = _pyproject_journal(pyproject)
+            if configured is not None:
+                return configured
+        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+            return folder / ".letitloop" / "journal.duckdb"
+    return start / ".letitloop" / "journal.duckdb"
+
+
+def env_float(name: str, default: float) -> float:
+    """A float setting from the environment, with a clear error when it is malformed."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={raw!r} is not a number", fix=f"set {name} to a number of seconds or unset it"
+        ) from None

@@ -1,0 +1,165 @@
+"""The state of the run being executed in this thread or task: the journal, the position counter,
+and what the journal recorded for each position, plus replay checks shared by steps and markers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from letitloop.kernel._codec import Codec
+from letitloop.kernel._contract import Journal, RunState, StepRecord
+from letitloop.kernel._errors import CodecError, NonDeterminismError, NotInDurableContextError
+from letitloop.kernel._records import Record
+from letitloop.kernel._state import error_dict
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What ``current_step()`` returns inside a step function or a marker block."""
+
+    run_id: str
+    name: str
+    position: int
+    attempt: int
+    kind: str
+    idempotency_key: str
+
+
+class RunContext:
+    """One executing run. Positions are handed out in call order under a lock."""
+
+    def __init__(self, journal: Journal, codec: Codec, state: RunState) -> None:
+        self.journal = journal
+        self.codec = codec
+        self.state = state
+        self.run_id = state.run_id
+        self.epoch = state.epoch
+        self.recorded = state.steps
+        self.last_recorded = max(state.steps, default=-1)
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def take_position(self) -> int:
+        with self._lock:
+            pos = self._next
+            self._next += 1
+            return pos
+
+    @property
+    def next_position(self) -> int:
+        return self._next
+
+    def skip_to(self, position: int) -> None:
+        """After replaying a block that held nested steps, continue numbering past them."""
+        with self._lock:
+            self._next = max(self._next, position)
+
+    def replayed(self, pos: int, kind: str, name: str, fp: str) -> StepRecord | None:
+        """What the journal holds at this position; raise if the code now calls something else."""
+        rec = self.recorded.get(pos)
+        if rec is None:
+            return None
+        if rec.kind != kind or rec.name != name:
+            raise NonDeterminismError(
+                f"run {self.run_id}: at position {pos} the journal recorded {rec.kind} "
+                f"{rec.name!r}, but the code now calls {kind} {name!r}",
+                fix=_DIVERGED_FIX.format(run=self.run_id),
+                run_id=self.run_id,
+                step=name,
+                position=pos,
+            )
+        if rec.status == "completed" and rec.fingerprint != fp:
+            raise NonDeterminismError(
+                f"run {self.run_id}: step {name!r} at position {pos} is called with different "
+                "arguments than the journal recorded for it",
+                fix=_DIVERGED_FIX.format(run=self.run_id),
+                run_id=self.run_id,
+                step=name,
+                position=pos,
+            )
+        return rec
+
+    def has_later(self, pos: int) -> bool:
+        """True if the journal holds anything after this position: the run went past it."""
+        return self.last_recorded > pos
+
+    def output(self, rec: StepRecord) -> Any:
+        """Decode a completed step's journaled output (fetching it if it was too big to inline)."""
+        assert rec.codec is not None
+        data = rec.output
+        if data is None:
+            codec, data = self.journal.get_output(self.run_id, self.epoch, rec.position, rec.attempt)
+            return self.codec.decode(codec, data, what=f"output of step {rec.name!r}")
+        return self.codec.decode(rec.codec, data, what=f"output of step {rec.name!r}")
+
+    def record(self, k: str, pos: int, att: int, kind: str, name: str, fp: str, **f: Any) -> Record:
+        return {
+            "k": k,
+            "run": self.run_id,
+            "epoch": self.epoch,
+            "pos": pos,
+            "att": att,
+            "kind": kind,
+            "name": name,
+            "fp": fp,
+            "ts": time.time(),
+            **f,
+        }
+
+    def error_record(self, exc: BaseException, ident: tuple[Any, ...]) -> Record:
+        """The ``err`` record of a failed attempt, with the exception kept if it can be encoded."""
+        try:
+            codec, data = self.codec.encode(exc, what="exception")
+        except CodecError:
+            codec, data = None, None
+        return self.record(
+            "err", *ident, err=error_dict(exc), codec=codec, out=data, next=self.next_position
+        )
+
+    def step_info(self, pos: int, att: int, kind: str, name: str) -> StepInfo:
+        raw = f"{self.journal.journal_id}/{self.run_id}/{self.epoch}/{pos}".encode()
+        return StepInfo(
+            run_id=self.run_id,
+            name=name,
+            position=pos,
+            attempt=att,
+            kind=kind,
+            idempotency_key="lil-" + hashlib.sha256(raw).hexdigest()[:32],
+        )
+
+
+_DIVERGED_FIX = (
+    "if you changed the workflow on purpose, start over with `lil runs reset {run}` (or call it "
+    "with a new run_id); otherwise make the order and inputs of steps deterministic (no branching "
+    "on time, randomness or I/O outside steps)"
+)
+
+current_run: ContextVar[RunContext | None] = ContextVar("letitloop_run", default=None)
+current_step_var: ContextVar[StepInfo | None] = ContextVar("letitloop_step", default=None)
+
+
+def require_run(what: str) -> RunContext:
+    ctx = current_run.get()
+    if ctx is None:
+        raise NotInDurableContextError(
+            f"{what} was called outside a durable function",
+            fix="call it from a function decorated with @durable (or @durable_async), or from a "
+            "%%durable notebook cell",
+        )
+    return ctx
+
+
+def current_step() -> StepInfo:
+    """The step or marker executing now, with its stable ``idempotency_key`` for external APIs."""
+    info = current_step_var.get()
+    if info is None:
+        raise NotInDurableContextError(
+            "current_step() was called outside a step function or atomic_marker block",
+            fix="call it inside the function passed to step(), or inside `with atomic_marker(...)`",
+        )
+    return info

@@ -1,0 +1,174 @@
+"""The Journal contract: what every journal backend provides, independent of how it stores data.
+
+The durable runtime, the CLI and every front end speak only this Protocol. Two implementations
+exist: ``OwnerJournal`` (a client of the per-file DuckDB owner process) and ``MemoryJournal``
+(in-process, for fast tests). A PostgreSQL backend must implement the same methods and pass the
+same contract tests; nothing here may assume DuckDB.
+
+Leases: ``open_run(..., lease=True)`` makes the calling journal object the only writer of that
+run until ``release_run`` or until the process dies (the owner notices the closed socket).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from letitloop.kernel._records import Record
+
+Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The latest attempt at one position of a run, as replay needs it."""
+
+    position: int
+    attempt: int
+    kind: str  # "step" | "marker" | "child"
+    name: str
+    fingerprint: str
+    status: str  # "started" | "completed" | "failed"
+    codec: str | None = None
+    output: bytes | None = None  # None with big=True: fetch with Journal.get_output
+    big: bool = False
+    error: dict[str, Any] | None = None
+    next_position: int | None = None
+    resolution: str | None = None  # markers: "done" | "redo" once someone resolved it
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What ``open_run`` returns: the run's header and its current steps by position."""
+
+    run_id: str
+    workflow: str
+    key: str
+    epoch: int
+    status: str  # "running" | "completed" | "failed"
+    attempt: int  # how many times the run has been started or resumed in this epoch
+    result: Encoded | None = None
+    error: dict[str, Any] | None = None
+    steps: dict[int, StepRecord] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One row of a run listing."""
+
+    run_id: str
+    workflow: str
+    key: str
+    status: str  # running | interrupted | completed | failed
+    epoch: int
+    attempt: int
+    created: float
+    updated: float
+    steps_done: int
+    current_step: str | None
+    holder: str | None
+    parent: str | None
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class AttemptInfo:
+    """One attempt of one step, with an output preview that never runs user code."""
+
+    position: int
+    attempt: int
+    kind: str
+    name: str
+    fingerprint: str
+    status: str
+    started: float | None
+    ended: float | None
+    codec: str | None
+    size: int
+    error: dict[str, Any] | None
+    next_position: int | None
+    resolution: str | None
+    resolved_by: str | None
+    preview: str | None = None
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    run: RunInfo
+    attempts: list[AttemptInfo]
+    result: Encoded | None
+
+
+@dataclass(frozen=True)
+class EventInfo:
+    """One journal record as an event: ``seq`` orders all events of a journal."""
+
+    seq: int
+    run_id: str
+    kind: str
+    position: int | None
+    attempt: int | None
+    name: str | None
+    ts: float
+    data: dict[str, Any]
+
+
+class Subscription(Protocol):
+    def close(self) -> None: ...
+
+
+class Journal(Protocol):
+    """The backend contract. Every method is safe to call from any thread."""
+
+    journal_id: str
+    location: str
+
+    def open_run(
+        self,
+        *,
+        run_id: str,
+        workflow: str,
+        key: str,
+        args: Encoded | None = None,
+        entry: str | None = None,
+        parent: str | None = None,
+        lease: bool = True,
+        lock_timeout: float = 0.0,
+    ) -> RunState:
+        """Create or load a run; with lease, start an attempt unless it already completed."""
+        ...
+
+    def release_run(self, run_id: str) -> None: ...
+
+    def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
+        """Write records; with sync, return only once they are durable."""
+        ...
+
+    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded: ...
+
+    def list_runs(
+        self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]: ...
+
+    def get_run(self, run_id: str) -> RunDetail: ...
+
+    def find_run(self, text: str) -> str:
+        """Resolve a run id, or an unambiguous prefix or suffix of one, to the full id."""
+        ...
+
+    def events(
+        self, *, after: int = 0, run_id: str | None = None, limit: int = 1000
+    ) -> list[EventInfo]: ...
+
+    def subscribe(
+        self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
+    ) -> Subscription: ...
+
+    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None: ...
+
+    def reset_run(self, run_id: str, by: str) -> None: ...
+
+    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,103 @@
+"""Every error letitloop raises, in one hierarchy.
+
+    LetItLoopError                  base: .run_id .step .position .fix, and a short .title
+    ├── ConfigError                 an option or the journal location is wrong
+    ├── JournalError                the journal cannot serve the request
+    │   ├── JournalUnavailableError     the owner process could not be started or reached
+    │   └── JournalVersionError         client and owner speak different protocol or schema versions
+    ├── RunLockedError              another process is executing this run right now
+    ├── NonDeterminismError         replay met a different step than the journal recorded
+    ├── InDoubtError                a side effect started but never recorded completion
+    ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
+    ├── ReplayedStepError           a journaled step failure replayed when its exception cannot be rebuilt
+    └── CodecError                  a value cannot be stored or loaded
+        ├── UnencodableError            the value's type has no safe encoding
+        └── TamperedDataError           an authenticated blob failed its HMAC check
+
+Each message says what happened, with ids, and how to fix it; the same facts are kept as
+fields so the CLI, TUI and editor can render them.
+"""
+
+from __future__ import annotations
+
+
+class LetItLoopError(Exception):
+    """Base of all letitloop errors: a message that ends with the fix, plus structured fields."""
+
+    title = "letitloop error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fix: str | None = None,
+        run_id: str | None = None,
+        step: str | None = None,
+        position: int | None = None,
+    ) -> None:
+        self.message = message
+        self.fix = fix
+        self.run_id = run_id
+        self.step = step
+        self.position = position
+        super().__init__(f"{message}\n  fix: {fix}" if fix else message)
+
+    def to_dict(self) -> dict[str, object]:
+        """The error as plain data, for `--json` output and the journal."""
+        return {
+            "type": type(self).__name__,
+            "title": self.title,
+            "message": self.message,
+            "fix": self.fix,
+            "run_id": self.run_id,
+            "step": self.step,
+            "position": self.position,
+        }
+
+
+class ConfigError(LetItLoopError):
+    title = "invalid configuration"
+
+
+class JournalError(LetItLoopError):
+    title = "journal error"
+
+
+class JournalUnavailableError(JournalError):
+    title = "journal unavailable"
+
+
+class JournalVersionError(JournalError):
+    title = "journal version mismatch"
+
+
+class RunLockedError(LetItLoopError):
+    title = "run is locked"
+
+
+class NonDeterminismError(LetItLoopError):
+    title = "replay diverged from the journal"
+
+
+class InDoubtError(LetItLoopError):
+    title = "side effect in doubt"
+
+
+class NotInDurableContextError(LetItLoopError):
+    title = "not inside a durable function"
+
+
+class ReplayedStepError(LetItLoopError):
+    title = "replayed step failure"
+
+
+class CodecError(LetItLoopError):
+    title = "cannot encode or decode a value"
+
+
+class UnencodableError(CodecError):
+    title = "value cannot be journaled"
+
+
+class TamperedDataError(CodecError):
+    title = "journal data failed authentication"

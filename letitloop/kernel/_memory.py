@@ -1,0 +1,307 @@
+"""``MemoryJournal``: the Journal contract in one process's memory, for fast unit tests.
+
+It runs the same state machine as the owner process (``kernel._state``), so leases, resends,
+conflicts and markers behave identically; only durability and sharing between processes are
+missing. Each ``MemoryJournal`` object is one session: two objects over the same ``MemoryStore``
+act like two processes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from letitloop.kernel._codec import preview
+from letitloop.kernel._contract import (
+    AttemptInfo,
+    Encoded,
+    EventInfo,
+    RunDetail,
+    RunInfo,
+    RunState,
+)
+from letitloop.kernel._errors import JournalError, RunLockedError
+from letitloop.kernel._records import Record, without_payload
+from letitloop.kernel._state import (
+    JournalState,
+    RunEntry,
+    holder_label,
+    reset_record,
+    resolve_record,
+    run_state,
+)
+
+
+class MemoryStore:
+    """The shared part: state, every record, and subscribers."""
+
+    def __init__(self) -> None:
+        self.state = JournalState(inline_limit=1 << 62)
+        self.records: list[Record] = []
+        self.cond = threading.Condition()
+        self.subscribers: list[tuple[str | None, Callable[[list[EventInfo]], None]]] = []
+        self.journal_id = "mem-" + uuid.uuid4().hex[:12]
+
+
+class _Sub:
+    def __init__(self, store: MemoryStore, item: Any) -> None:
+        self.store, self.item = store, item
+
+    def close(self) -> None:
+        with self.store.cond:
+            if self.item in self.store.subscribers:
+                self.store.subscribers.remove(self.item)
+
+
+def event_info(seq: int, rec: Record) -> EventInfo:
+    return EventInfo(
+        seq=seq,
+        run_id=rec["run"],
+        kind=rec["k"],
+        position=rec.get("pos"),
+        attempt=rec.get("att"),
+        name=rec.get("name"),
+        ts=rec["ts"],
+        data=without_payload(rec),
+    )
+
+
+def entry_info(entry: RunEntry) -> RunInfo:
+    status = entry.status
+    if status == "running" and entry.holder is None:
+        status = "interrupted"
+    return RunInfo(
+        run_id=entry.run_id,
+        workflow=entry.workflow,
+        key=entry.key,
+        status=status,
+        epoch=entry.epoch,
+        attempt=entry.tries,
+        created=entry.created,
+        updated=entry.updated,
+        steps_done=entry.steps_done(),
+        current_step=entry.current,
+        holder=holder_label(entry.holder) if entry.holder else None,
+        parent=entry.parent,
+        error=entry.error,
+    )
+
+
+class MemoryJournal:
+    """See the module docstring."""
+
+    location = ":memory:"
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        self.store = store or MemoryStore()
+        self.journal_id = self.store.journal_id
+        self.session = f"{os.getpid()}@{socket.gethostname()}/{uuid.uuid4().hex[:8]}"
+
+    def _write(self, records: Sequence[Record]) -> None:
+        """Check and apply under the store's lock, then notify subscribers (caller holds lock)."""
+        st = self.store
+        new = [r for r in records if st.state.check(r, self.session)]
+        events = []
+        for rec in new:
+            st.state.apply(rec)
+            st.records.append(rec)
+            events.append(event_info(len(st.records), rec))
+        st.cond.notify_all()
+        for run_filter, callback in list(st.subscribers):
+            mine = [e for e in events if run_filter in (None, e.run_id)]
+            if mine:
+                callback(mine)
+
+    def open_run(
+        self,
+        *,
+        run_id: str,
+        workflow: str,
+        key: str,
+        args: Encoded | None = None,
+        entry: str | None = None,
+        parent: str | None = None,
+        lease: bool = True,
+        lock_timeout: float = 0.0,
+    ) -> RunState:
+        req = {"run": run_id, "wf": workflow, "key": key, "args": list(args) if args else None}
+        req.update(entry=entry, parent=parent, lease=lease)
+        deadline = time.monotonic() + lock_timeout
+        with self.store.cond:
+            while True:
+                try:
+                    wire, recs = self.store.state.begin(req, self.session)
+                    break
+                except RunLockedError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise
+                    self.store.cond.wait(left)
+            for rec in recs:
+                self.store.records.append(rec)
+            if wire is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            return run_state(wire)
+
+    def release_run(self, run_id: str) -> None:
+        with self.store.cond:
+            self.store.state.release(run_id, self.session)
+            self.store.cond.notify_all()
+
+    def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
+        with self.store.cond:
+            self._write(records)
+
+    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
+        for rec in reversed(self.store.records):
+            if (rec["run"], rec.get("epoch"), rec.get("pos"), rec.get("att")) == (
+                run_id,
+                epoch,
+                position,
+                attempt,
+            ) and rec["k"] in ("ok", "err"):
+                return rec["codec"], rec["out"]
+        raise JournalError(f"no output for run {run_id} position {position}", run_id=run_id)
+
+    def list_runs(
+        self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
+        with self.store.cond:
+            infos = [entry_info(e) for e in self.store.state.runs.values()]
+        infos = [
+            i for i in infos if status in (None, i.status) and workflow in (None, i.workflow)
+        ]
+        return sorted(infos, key=lambda i: i.updated, reverse=True)[:limit]
+
+    def find_run(self, text: str) -> str:
+        return match_run(text, list(self.store.state.runs))
+
+    def get_run(self, run_id: str) -> RunDetail:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            attempts: dict[tuple[int, int], dict[str, Any]] = {}
+            for rec in self.store.records:
+                if rec["run"] == run_id and rec.get("epoch") == entry.epoch and "pos" in rec:
+                    merge_attempt(attempts, rec)
+            return RunDetail(
+                entry_info(entry),
+                [attempt_info(a) for _, a in sorted(attempts.items())],
+                entry.result,
+            )
+
+    def events(
+        self, *, after: int = 0, run_id: str | None = None, limit: int = 1000
+    ) -> list[EventInfo]:
+        with self.store.cond:
+            out = [
+                event_info(i + 1, r)
+                for i, r in enumerate(self.store.records)
+                if i + 1 > after and run_id in (None, r["run"])
+            ]
+        return out[:limit]
+
+    def subscribe(
+        self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
+    ) -> _Sub:
+        item = (run_id, callback)
+        with self.store.cond:
+            self.store.subscribers.append(item)
+        return _Sub(self.store, item)
+
+    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            self._write([resolve_record(entry, marker, resolution, by)])
+
+    def reset_run(self, run_id: str, by: str) -> None:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            self._write([reset_record(entry, by)])
+
+    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
+        with self.store.cond:
+            doomed = {
+                e.run_id
+                for e in self.store.state.runs.values()
+                if e.status in statuses and e.holder is None and e.updated < older_than
+            }
+            for run_id in doomed:
+                del self.store.state.runs[run_id]
+            self.store.records = [r for r in self.store.records if r["run"] not in doomed]
+            return len(doomed)
+
+    def close(self) -> None:
+        with self.store.cond:
+            self.store.state.release_session(self.session)
+            self.store.cond.notify_all()
+
+
+def match_run(text: str, run_ids: Sequence[str]) -> str:
+    """A run id from its full form, its key, or an unambiguous prefix or suffix."""
+    if text in run_ids:
+        return text
+    hits = [r for r in run_ids if r.endswith(":" + text) or r.startswith(text) or r.endswith(text)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise JournalError(f"no run matches {text!r}", fix="list runs with `lil runs list`")
+    raise JournalError(
+        f"{text!r} matches {len(hits)} runs: {', '.join(sorted(hits)[:5])}",
+        fix="give more of the run id",
+    )
+
+
+def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) -> None:
+    """Fold one step record into the attempt it belongs to (for run detail views)."""
+    a = attempts.setdefault(
+        (rec["pos"], rec["att"]),
+        {"pos": rec["pos"], "att": rec["att"], "status": "started", "started": None, "ended": None},
+    )
+    k = rec["k"]
+    if k == "resolve":
+        a.update(res=rec["res"], res_by=rec["by"])
+        return
+    a.update(kind=rec["kind"], name=rec["name"], fp=rec["fp"])
+    if k == "step":
+        a["started"] = rec["ts"]
+    else:
+        a.update(
+            status="completed" if k == "ok" else "failed",
+            ended=rec["ts"],
+            codec=rec.get("codec"),
+            size=len(rec.get("out") or b""),
+            err=rec.get("err"),
+            next=rec.get("next"),
+            preview=preview(rec["codec"], rec["out"]) if rec.get("out") is not None else None,
+        )
+
+
+def attempt_info(a: dict[str, Any]) -> AttemptInfo:
+    return AttemptInfo(
+        position=a["pos"],
+        attempt=a["att"],
+        kind=a.get("kind", "step"),
+        name=a.get("name", "?"),
+        fingerprint=a.get("fp", ""),
+        status=a["status"],
+        started=a.get("started"),
+        ended=a.get("ended"),
+        codec=a.get("codec"),
+        size=a.get("size", 0),
+        error=a.get("err"),
+        next_position=a.get("next"),
+        resolution=a.get("res"),
+        resolved_by=a.get("res_by"),
+        preview=a.get("preview"),
+    )

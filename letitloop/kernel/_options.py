@@ -1,0 +1,57 @@
+"""Options of a durable run, declared once and used by the decorators, the runtime and the CLI."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from letitloop.kernel._errors import ConfigError
+
+if TYPE_CHECKING:
+    from letitloop.kernel._contract import Journal
+
+JournalSpec = Union[str, "os.PathLike[str]", "Journal", None]
+
+
+@dataclass(frozen=True)
+class DurableOptions:
+    """How a durable function runs.
+
+    Attributes:
+        name: the workflow name; default ``module.qualname`` of the function.
+        run_id: a fixed run key (``goal_id`` is an alias); default derived from the arguments,
+            so the same call resumes and a different call is a different run.
+        journal: a journal path or ``Journal`` object; default found as ``kernel._config`` says.
+        lock_timeout: seconds to wait when another process is executing the same run, before
+            raising ``RunLockedError``; 0 raises at once.
+        allow_pickle: store outputs that have no readable encoding as HMAC-authenticated pickle.
+    """
+
+    name: str | None = None
+    run_id: str | None = None
+    journal: JournalSpec = None
+    lock_timeout: float = 0.0
+    allow_pickle: bool = True
+
+    def __post_init__(self) -> None:
+        if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
+            raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
+        if self.run_id is not None and (not isinstance(self.run_id, str) or not self.run_id):
+            raise ConfigError(
+                f"run_id must be a non-empty string, got {self.run_id!r}",
+                fix="pass run_id='customer-42' (or goal_id=), or leave it out to derive it",
+            )
+        if not isinstance(self.lock_timeout, (int, float)) or self.lock_timeout < 0:
+            raise ConfigError(f"lock_timeout must be a number >= 0, got {self.lock_timeout!r}")
+
+    @classmethod
+    def build(cls, goal_id: str | None = None, **kwargs: object) -> DurableOptions:
+        """Accept ``goal_id`` as an alias of ``run_id``; reject giving both."""
+        if goal_id is not None:
+            if kwargs.get("run_id") is not None:
+                raise ConfigError(
+                    "both run_id and goal_id were given", fix="pass only one; they are aliases"
+                )
+            kwargs["run_id"] = goal_id
+        return cls(**kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,575 @@
+"""The journal owner: the one process that opens a journal's DuckDB file, serving every client.
+
+Started on demand by the first client (detached, in its own session), it wins an exclusive
+``flock`` on ``<journal>.lock`` (a loser waits briefly in case the holder is shutting down, then
+exits), replays its log into DuckDB, and serves clients on a Unix socket until it has been idle
+for ``LIL_OWNER_IDLE`` seconds (default 300).
+
+Threads: the *event loop* (this module) owns the sockets, the live state (``kernel._state``)
+and the log; a write is acknowledged after its batch is fdatasync'ed to the log (group commit).
+The *database thread* is the only user of DuckDB: it folds acknowledged records into the tables
+and answers every query after folding what was acknowledged before it (read-your-writes).
+Nothing half-done survives a crash: the log holds every acknowledged record until it is folded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import fcntl
+import json
+import os
+import queue
+import selectors
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from letitloop.kernel import _wire
+from letitloop.kernel._config import JournalPaths, env_float
+from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
+from letitloop.kernel._log import Log, frame
+from letitloop.kernel._records import Record, natural_key, validate, without_payload
+from letitloop.kernel._state import (
+    JournalState,
+    RunEntry,
+    reset_record,
+    resolve_record,
+)
+from letitloop.kernel._store import SCHEMA_VERSION, Store
+
+FOLD_DELAY = 0.02
+VERSION = "0.1.0"
+
+
+class Conn:
+    """One client connection: its socket, receive buffer, session and send lock."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+        self.session: str | None = None
+        self.subscribed = False
+        self.sub_run: str | None = None
+        self.lock = threading.Lock()
+        self.alive = True
+
+    def send(self, msg: Any) -> None:
+        data = _wire.pack(msg)
+        with self.lock:
+            if not self.alive:
+                return
+            try:
+                self.sock.setblocking(True)
+                self.sock.sendall(data)
+            except OSError:
+                self.alive = False
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, LetItLoopError):
+        return {"ok": False, "error": exc.to_dict()}
+    return {"ok": False, "error": {"type": "JournalError", "message": f"{type(exc).__name__}: {exc}"}}
+
+
+class Owner:
+    def __init__(self, paths: JournalPaths, idle: float) -> None:
+        self.paths = paths
+        self.idle = idle
+        self.started = time.time()
+        self.store = Store(paths.db)
+        self.log = Log(paths.log_dir)
+        self.state = JournalState()
+        self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
+        self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.inbox: deque[tuple[Any, ...]] = deque()
+        self.loading: dict[str, list[tuple[Conn, dict[str, Any]]]] = {}
+        self.waiters: dict[str, list[tuple[float, Conn, dict[str, Any]]]] = {}
+        self.conns: dict[socket.socket, Conn] = {}
+        self.sessions: dict[str, int] = {}
+        self.stopping = False
+        self.last_active = time.monotonic()
+        t0 = time.perf_counter()
+        items, torn = self.log.recover(self.store.folded_lsn)
+        self.stats["torn_tails_cut"] = torn
+        recs = [(lsn, validate(msgpack.unpackb(p, raw=False))) for lsn, p in items]
+        self.store.fold(recs)  # recovery folds the unfolded suffix before serving
+        self.log.drop_folded(self.store.folded_lsn)
+        self.known = self.store.known_runs()
+        self.stats["replayed"] = len(recs)
+        self.stats["recovery_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+
+    # -- serving ------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        sock_path = self.paths.socket
+        sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if sock_path.exists():
+            sock_path.unlink()  # a dead owner's socket; we hold the lock
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(str(sock_path))
+        self.listener.listen(256)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.listener, selectors.EVENT_READ)
+        self.sel.register(self.wake_r, selectors.EVENT_READ)
+        self.db_thread = threading.Thread(target=self._db_thread, name="lil-db", daemon=True)
+        self.db_thread.start()
+        info = {"pid": os.getpid(), "version": VERSION, "protocol": _wire.PROTOCOL}
+        self.paths.pid_file.write_text(json.dumps(info | {"socket": str(sock_path)}))
+        print(f"READY {json.dumps(self.stats)}", flush=True)
+        while not self.stopping:
+            self._round()
+        self._shutdown()
+
+    def _round(self) -> None:
+        batch: list[tuple[Record, bool]] = []
+        replies: list[tuple[Conn, Any]] = []
+        for key, _ in self.sel.select(timeout=self._timeout()):
+            sock = key.fileobj
+            if sock is self.listener:
+                client, _ = self.listener.accept()
+                client.setblocking(False)
+                self.conns[client] = Conn(client)
+                self.sel.register(client, selectors.EVENT_READ)
+            elif sock is self.wake_r:
+                try:
+                    self.wake_r.recv(4096)
+                except BlockingIOError:
+                    pass
+            else:
+                self._read(self.conns[sock], batch, replies)  # type: ignore[index]
+        while self.inbox:
+            item = self.inbox.popleft()
+            if item[0] == "loaded":
+                self._loaded(item[1], item[2], batch, replies)
+            elif item[0] == "retry":
+                for _, conn, req in item[1]:
+                    self._redo(conn, req, batch, replies)
+            elif item[0] == "evict":
+                for run_id in item[1]:
+                    self.known.discard(run_id)
+                    entry = self.state.runs.get(run_id)
+                    if entry is not None and entry.holder is None:
+                        del self.state.runs[run_id]
+        self._expire_waiters(replies)
+        if batch:
+            self._commit(batch)
+        for conn, msg in replies:
+            conn.send(msg)
+        if self.conns:
+            self.last_active = time.monotonic()
+        elif time.monotonic() - self.last_active > self.idle and not self.loading:
+            self.stopping = True
+
+    def _timeout(self) -> float:
+        deadlines = [d for ws in self.waiters.values() for d, _, _ in ws]
+        idle_at = self.last_active + self.idle - time.monotonic()
+        return max(0.0, min([idle_at, *[d - time.monotonic() for d in deadlines]]) + 0.001)
+
+    def _read(self, conn: Conn, batch: list[Any], replies: list[Any]) -> None:
+        try:
+            data = conn.sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
+            return
+        conn.buf += data
+        while len(conn.buf) >= 4:
+            (n,) = _wire.LEN.unpack_from(conn.buf)
+            if len(conn.buf) < 4 + n:
+                break
+            req = _wire.unpack(bytes(conn.buf[4 : 4 + n]))
+            del conn.buf[: 4 + n]
+            try:
+                self._handle(conn, req, batch, replies)
+            except LetItLoopError as exc:
+                if req.get("ack", True):
+                    replies.append((conn, _error(exc)))
+
+    def _drop(self, conn: Conn) -> None:
+        self.sel.unregister(conn.sock)
+        conn.alive = False
+        conn.sock.close()
+        del self.conns[conn.sock]
+        if conn.session is not None:
+            self.sessions[conn.session] -= 1
+            if self.sessions[conn.session] == 0:
+                del self.sessions[conn.session]
+                for run_id in self.state.release_session(conn.session):
+                    self._wake_waiters(run_id)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _handle(self, conn: Conn, req: dict[str, Any], batch: list[Any], replies: list[Any]) -> None:
+        op = req.get("op")
+        if op == "hello":
+            if conn.session is None:
+                conn.session = str(req["session"])
+                self.sessions[conn.session] = self.sessions.get(conn.session, 0) + 1
+            replies.append((conn, self._hello()))
+            return
+        if conn.session is None:
+            raise JournalError("the first request on a connection must be hello")
+        run_id = req.get("run")
+        if op in ("open_run", "resolve", "reset", "relock", "release") and run_id is not None:
+            if run_id not in self.state.runs and run_id in self.known:
+                self._park_load(run_id, conn, req)
+                return
+        if op == "open_run":
+            self._open_run(conn, req, batch, replies)
+        elif op == "append":
+            for rec in req["recs"]:  # each record is a fact of its own: earlier ones stand
+                if self.state.check(rec, conn.session):
+                    self.state.apply(rec)
+                    self.known.add(rec["run"])
+                    batch.append((rec, req.get("ack", True)))
+            if req.get("ack", True):
+                replies.append((conn, {"ok": True}))
+        elif op == "release":
+            self.state.release(run_id, conn.session)
+            self._wake_waiters(run_id)
+            replies.append((conn, {"ok": True}))
+        elif op == "relock":
+            for rid in req["runs"]:
+                if rid not in self.state.runs and rid in self.known:
+                    self._park_load(rid, conn, req)
+                    return
+            self.state.relock(req["runs"], conn.session)
+            replies.append((conn, {"ok": True}))
+        elif op in ("resolve", "reset"):
+            entry = self._entry(run_id)
+            rec = (
+                resolve_record(entry, req["marker"], req["res"], req["by"])
+                if op == "resolve"
+                else reset_record(entry, req["by"])
+            )
+            self.state.check(rec, conn.session)
+            self.state.apply(rec)
+            batch.append((rec, True))
+            replies.append((conn, {"ok": True}))
+        elif op == "output" and self._inline_output(conn, req, replies):
+            return
+        elif op == "subscribe":
+            conn.subscribed, conn.sub_run = True, req.get("run")
+            replies.append((conn, {"ok": True}))
+        elif op == "stop":
+            self.stopping = True
+            replies.append((conn, {"ok": True, "pid": os.getpid()}))
+        elif op in _READS:
+            held = [r for r, e in self.state.runs.items() if e.holder is not None]
+            self.jobs.put(("read", conn, req, held))
+        else:
+            raise JournalError(f"unknown journal operation {op!r}")
+
+    def _hello(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "protocol": _wire.PROTOCOL,
+            "schema": SCHEMA_VERSION,
+            "journal_id": self.store.journal_id,
+            "pid": os.getpid(),
+            "version": VERSION,
+        }
+
+    def _entry(self, run_id: str) -> RunEntry:
+        entry = self.state.runs.get(run_id)
+        if entry is None:
+            raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+        return entry
+
+    def _open_run(self, conn: Conn, req: dict[str, Any], batch: list[Any], replies: list[Any]) -> None:
+        assert conn.session is not None
+        try:
+            wire, recs = self.state.begin(req, conn.session)
+        except RunLockedError:
+            wait = float(req.get("lock_timeout") or 0)
+            if wait <= 0:
+                raise
+            deadline = req.setdefault("_deadline", time.monotonic() + wait)
+            self.waiters.setdefault(req["run"], []).append((deadline, conn, req))
+            return
+        if wire is None:
+            raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
+        self.known.add(req["run"])
+        batch.extend((rec, True) for rec in recs)
+        replies.append((conn, {"ok": True, "state": wire}))
+
+    def _inline_output(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> bool:
+        entry = self.state.runs.get(req["run"])
+        step = entry.steps.get(req["pos"]) if entry and entry.epoch == req["epoch"] else None
+        if step and step["att"] == req["att"] and step.get("out") is not None:
+            replies.append((conn, {"ok": True, "out": [step["codec"], step["out"]]}))
+            return True
+        return False
+
+    def _park_load(self, run_id: str, conn: Conn, req: dict[str, Any]) -> None:
+        if run_id not in self.loading:
+            self.loading[run_id] = []
+            self.jobs.put(("load", run_id))
+        self.loading[run_id].append((conn, req))
+
+    def _loaded(self, run_id: str, data: dict[str, Any] | None, batch: Any, replies: Any) -> None:
+        parked = self.loading.pop(run_id, [])
+        if data is not None and run_id not in self.state.runs:
+            self.state.runs[run_id] = _entry_from(data)
+        elif data is None:
+            self.known.discard(run_id)
+        for conn, req in parked:
+            self._redo(conn, req, batch, replies)
+
+    def _redo(self, conn: Conn, req: dict[str, Any], batch: Any, replies: Any) -> None:
+        """Handle a request that waited (for a run to load, or for a lease)."""
+        if conn.alive:
+            try:
+                self._handle(conn, req, batch, replies)
+            except LetItLoopError as exc:
+                replies.append((conn, _error(exc)))
+
+    def _wake_waiters(self, run_id: str) -> None:
+        waiting = self.waiters.pop(run_id, [])
+        if waiting:  # retried in order; the first wins the lease, the others park again
+            self.inbox.append(("retry", waiting))
+
+    def _expire_waiters(self, replies: list[Any]) -> None:
+        now = time.monotonic()
+        for run_id in list(self.waiters):
+            keep = []
+            for deadline, conn, req in self.waiters[run_id]:
+                if not conn.alive:
+                    continue
+                if deadline <= now:
+                    exc = RunLockedError(
+                        f"run {run_id} was still being executed by another process after "
+                        f"waiting {req.get('lock_timeout')} s",
+                        fix="wait longer (lock_timeout=) or stop the other process",
+                        run_id=run_id,
+                    )
+                    replies.append((conn, _error(exc)))
+                else:
+                    keep.append((deadline, conn, req))
+            self.waiters[run_id] = keep
+            if not keep:
+                del self.waiters[run_id]
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def _commit(self, batch: list[tuple[Record, bool]]) -> None:
+        """Group commit: one write and (if anyone waits for an ack) one fdatasync per round."""
+        frames = [frame(msgpack.packb(rec, use_bin_type=True)) for rec, _ in batch]
+        sync = any(ack for _, ack in batch)
+        lsn = self.log.append(b"".join(frames), sync=sync) - sum(len(f) for f in frames)
+        self.stats["acked"] += len(batch)
+        self.stats["fsyncs"] += int(sync)
+        items = []
+        for (rec, _), f in zip(batch, frames, strict=True):
+            lsn += len(f)
+            items.append((lsn, rec))
+        self.jobs.put(("fold", items))  # queued before the acks go out: reads fold them first
+        self._push(items)
+
+    def _push(self, items: list[tuple[int, Record]]) -> None:
+        subs = [c for c in self.conns.values() if c.subscribed]
+        if not subs:
+            return
+        events = [{"seq": lsn, **without_payload(rec)} for lsn, rec in items]
+        for conn in subs:
+            mine = [e for e in events if conn.sub_run in (None, e["run"])]
+            if mine:
+                conn.send({"push": mine})
+
+    # -- the database thread ------------------------------------------------------------------
+
+    def _db_thread(self) -> None:
+        try:
+            pending: list[tuple[int, Record]] = []
+            while True:
+                try:
+                    job = self.jobs.get(timeout=None if not pending else FOLD_DELAY)
+                except queue.Empty:
+                    self._fold(pending)
+                    continue
+                if job[0] == "fold":
+                    pending.extend(job[1])
+                    continue
+                self._fold(pending)
+                if job[0] == "exit":
+                    return
+                self._db_job(job)
+        except BaseException:  # DuckDB failed: die, so a fresh owner replays the log
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(70)
+
+    def _fold(self, pending: list[tuple[int, Record]]) -> None:
+        if pending:
+            self.store.fold(pending)
+            pending.clear()
+            self.log.drop_folded(self.store.folded_lsn)
+
+    def _db_job(self, job: tuple[Any, ...]) -> None:
+        if job[0] == "load":
+            data = self.store.load_run(job[1])
+            self.inbox.append(("loaded", job[1], data))
+            self.wake_w.send(b"x")
+            return
+        _, conn, req, held = job
+        try:
+            reply = {"ok": True, **_READS[req["op"]](self, req, held)}
+        except Exception as exc:  # noqa: BLE001 - a failed read must not stop folding
+            reply = _error(exc)
+        conn.send(reply)
+
+    def _shutdown(self) -> None:
+        self.listener.close()
+        try:
+            self.paths.socket.unlink()
+        except FileNotFoundError:
+            pass
+        self.jobs.put(("exit",))
+        self.db_thread.join()
+        self.store.close()
+        self.log.close()
+        try:
+            self.paths.pid_file.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _entry_from(data: dict[str, Any]) -> RunEntry:
+    entry = RunEntry(data["run"], data["wf"], data["key"], data["created"])
+    entry.updated, entry.epoch, entry.status, entry.tries = (
+        data["updated"],
+        data["epoch"],
+        data["status"],
+        data["try"],
+    )
+    entry.args, entry.entry, entry.parent = data["args"], data["entry"], data["parent"]
+    entry.result = tuple(data["result"]) if data["result"] else None  # type: ignore[assignment]
+    entry.error = data["error"]
+    entry.keys = set(data["keys"])
+    for step in data["steps"]:
+        entry.steps[step["pos"]] = step
+    return entry
+
+
+def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {"out": owner.store.output(req["run"], req["epoch"], req["pos"], req["att"])}
+
+
+def _read_runs(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    runs = owner.store.list_runs(req.get("status"), req.get("workflow"), req.get("limit", 100), held)
+    for run in runs:
+        entry = owner.state.runs.get(run["run"])
+        run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
+    return {"runs": runs}
+
+
+def _read_run(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    runs = owner.store.list_runs(None, None, 1 << 30, held)
+    run = next((r for r in runs if r["run"] == req["run"]), None)
+    if run is None:
+        raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
+    entry = owner.state.runs.get(req["run"])
+    run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
+    attempts = owner.store.attempts(req["run"], run["epoch"])
+    return {"run": run, "attempts": attempts, "result": owner.store.result(req["run"])}
+
+
+def _read_stats(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {
+        "stats": owner.stats
+        | owner.store.stats()
+        | {
+            "pid": os.getpid(),
+            "version": VERSION,
+            "uptime_s": round(time.time() - owner.started, 1),
+            "journal": str(owner.paths.db),
+            "journal_id": owner.store.journal_id,
+            "folded_lsn": owner.store.folded_lsn,
+            "log_end": owner.log.end,
+            "clients": len(owner.conns),
+            "loaded_runs": len(owner.state.runs),
+        }
+    }
+
+
+def _read_gc(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    doomed = owner.store.gc(req["older_than"], req["statuses"], held)
+    owner.inbox.append(("evict", doomed))
+    owner.wake_w.send(b"x")
+    return {"deleted": len(doomed)}
+
+
+_READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
+    "output": _read_output,
+    "runs": _read_runs,
+    "run": _read_run,
+    "run_ids": lambda o, r, h: {"runs": o.store.run_ids()},
+    "events": lambda o, r, h: {"events": o.store.events(r["after"], r.get("run"), r["limit"])},
+    "sql": lambda o, r, h: o.store.sql(r["sql"]),
+    "stats": _read_stats,
+    "gc": _read_gc,
+}
+
+
+def _take_lock(paths: JournalPaths, wait: float) -> int | None:
+    """Win the election: an exclusive flock, waiting a little in case the holder is leaving."""
+    paths.root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            if _serving(paths):
+                os.close(fd)
+                return None
+            time.sleep(0.02)
+
+
+def _serving(paths: JournalPaths) -> bool:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(str(paths.socket))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m letitloop.kernel._owner")
+    parser.add_argument("--journal", required=True, help="the journal's DuckDB file")
+    args = parser.parse_args(argv)
+    sys.setswitchinterval(0.0005)  # the loop must get the GIL back quickly from the db thread
+    paths = JournalPaths(Path(args.journal).resolve())
+    lock_fd = _take_lock(paths, wait=10.0)
+    if lock_fd is None:
+        print("another owner serves this journal; exiting", flush=True)
+        return 0
+    owner = Owner(paths, env_float("LIL_OWNER_IDLE", 300.0))
+    owner.serve()
+    os.close(lock_fd)  # released only after DuckDB is closed
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

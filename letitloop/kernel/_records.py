@@ -1,0 +1,101 @@
+"""Journal records: the only things ever written to a journal, as small msgpack-ready dicts.
+
+Every state change of a run is one record, appended and never rewritten. Each record has a
+natural key (``natural_key``): a resent record (a client that lost its connection resends) has
+the same key and is dropped, which makes every write idempotent. Records are validated before
+they reach the owner's log, so a malformed record can never poison recovery.
+
+    run      a run starts or resumes        run wf key epoch try args entry parent by ts
+    done     the run returned               run epoch codec out ts
+    fail     the run raised                 run epoch try err ts
+    step     an attempt started             run epoch pos att kind name fp ts
+    ok       an attempt completed           run epoch pos att kind name fp codec out next ts
+    err      an attempt raised              run epoch pos att kind name fp err codec out ts
+    resolve  an in-doubt marker resolved    run epoch pos att res by ts
+    reset    the run starts over            run epoch by ts   (epoch is the new one)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from letitloop.kernel._errors import JournalError
+
+Record = dict[str, Any]
+
+_STR = (str,)
+_INT = (int,)
+_NUM = (int, float)
+_OPT_STR = (str, type(None))
+_OPT_BYTES = (bytes, type(None))
+_OPT_INT = (int, type(None))
+_OPT_DICT = (dict, type(None))
+_OPT_LIST = (list, type(None))
+
+_STEP_ID = {"run": _STR, "epoch": _INT, "pos": _INT, "att": _INT, "ts": _NUM}
+_STEP_WHAT = {"kind": _STR, "name": _STR, "fp": _STR}
+
+SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
+    "run": {
+        "run": _STR,
+        "wf": _STR,
+        "key": _STR,
+        "epoch": _INT,
+        "try": _INT,
+        "args": _OPT_LIST,
+        "entry": _OPT_STR,
+        "parent": _OPT_STR,
+        "by": _STR,
+        "ts": _NUM,
+    },
+    "done": {"run": _STR, "epoch": _INT, "codec": _STR, "out": (bytes,), "ts": _NUM},
+    "fail": {"run": _STR, "epoch": _INT, "try": _INT, "err": (dict,), "ts": _NUM},
+    "step": {**_STEP_ID, **_STEP_WHAT},
+    "ok": {**_STEP_ID, **_STEP_WHAT, "codec": _STR, "out": (bytes,), "next": _OPT_INT},
+    "err": {**_STEP_ID, **_STEP_WHAT, "err": (dict,), "codec": _OPT_STR, "out": _OPT_BYTES},
+    "resolve": {**_STEP_ID, "res": _STR, "by": _STR},
+    "reset": {"run": _STR, "epoch": _INT, "by": _STR, "ts": _NUM},
+}
+STEP_KINDS = frozenset({"step", "marker", "child"})
+RESOLUTIONS = frozenset({"done", "redo"})
+_INT_LIMIT = 2**31
+
+
+def validate(rec: object) -> Record:
+    """Return the record if every field has the declared type, else raise JournalError."""
+    if not isinstance(rec, dict):
+        raise JournalError(f"journal record must be a map, got {type(rec).__name__}")
+    fields = SCHEMA.get(rec.get("k"))  # type: ignore[arg-type]
+    if fields is None:
+        raise JournalError(f"unknown journal record kind {rec.get('k')!r}")
+    for name, types in fields.items():
+        value = rec.get(name)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise JournalError(
+                f"journal record {rec['k']!r}: field {name!r} must be "
+                f"{' or '.join(t.__name__ for t in types)}, got {type(value).__name__}",
+                fix="this is a bug in the client that wrote it; please report it",
+            )
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < _INT_LIMIT:
+            if name in ("epoch", "try", "pos", "att", "next"):
+                raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
+    if "kind" in fields and rec["kind"] not in STEP_KINDS:
+        raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
+    if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
+        raise JournalError(f"resolution must be 'done' or 'redo', got {rec['res']!r}")
+    return rec
+
+
+def natural_key(rec: Record) -> str:
+    """The record's idempotency key: two records with the same key are the same write."""
+    k = rec["k"]
+    if k in ("step", "ok", "err", "resolve"):
+        return f"{k}/{rec['run']}/{rec['epoch']}/{rec['pos']}/{rec['att']}"
+    if k in ("run", "fail"):
+        return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
+    return f"{k}/{rec['run']}/{rec['epoch']}"
+
+
+def without_payload(rec: Record) -> Record:
+    """The record as an event summary: everything but the (possibly large) output bytes."""
+    return {k: v for k, v in rec.items() if k not in ("out", "args")}

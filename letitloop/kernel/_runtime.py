@@ -1,0 +1,385 @@
+"""``@durable``, ``@durable_async``, ``step()`` and ``async_step()``: run, journal and replay.
+
+A durable call opens its run (identity: workflow name + run key), takes the run's lease so no
+other process executes it at the same time, and then runs the function. Each ``step()`` takes
+the next position; if the journal holds a completed step there (same name, same inputs) its
+output is returned without running, otherwise the step runs as a new attempt and its output is
+journaled durably before the next step starts. A durable call made inside another is a child run,
+journaled as one step of its parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar, overload
+
+from letitloop.kernel._codec import Codec, fingerprint, load_or_create_key
+from letitloop.kernel._context import (
+    RunContext,
+    current_run,
+    current_step_var,
+    require_run,
+)
+from letitloop.kernel._contract import Journal, StepRecord
+from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError
+from letitloop.kernel._options import DurableOptions, JournalSpec
+from letitloop.kernel._state import error_dict
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_codecs: dict[tuple[str, bool], Codec] = {}
+
+
+def resolve_journal(spec: JournalSpec) -> Journal:
+    """A Journal object for an option value: an instance as is, else the owner journal of a path."""
+    if spec is not None and not isinstance(spec, (str, os.PathLike)):
+        return spec
+    from letitloop.kernel._client import open_journal
+
+    return open_journal(spec)
+
+
+def codec_for(journal: Journal, allow_pickle: bool = True) -> Codec:
+    key = (journal.journal_id, allow_pickle)
+    codec = _codecs.get(key)
+    if codec is None:
+        codec = _codecs[key] = Codec(load_or_create_key(journal.journal_id), allow_pickle=allow_pickle)
+    return codec
+
+
+def workflow_name(fn: Callable[..., Any]) -> str:
+    module = fn.__module__
+    if module == "__main__":
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        module = os.path.splitext(os.path.basename(main))[0] if main else "__main__"
+    return f"{module}.{fn.__qualname__}"
+
+
+def _entry_point(fn: Callable[..., Any]) -> str | None:
+    """``module:qualname`` if the function can be imported again later (to resume by name)."""
+    if fn.__module__ == "__main__" or "<locals>" in fn.__qualname__:
+        return None
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+class _Invocation:
+    """One call of a durable function: resolved options, run identity and encoded arguments."""
+
+    def __init__(self, opts: DurableOptions, fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        self.opts = opts
+        self.fn = fn
+        self.call_args, self.call_kwargs = args, kwargs
+        self.workflow = opts.name or workflow_name(fn)
+        self.journal = resolve_journal(opts.journal)
+        self.codec = codec_for(self.journal, opts.allow_pickle)
+        bound = inspect.signature(fn).bind(*args, **kwargs)  # a bad call fails before journaling
+        bound.apply_defaults()
+        self.key = opts.run_id or fingerprint(bound.args, bound.kwargs)[:16]
+        self.run_id = f"{self.workflow}:{self.key}"
+        try:
+            codec, data = self.codec.encode([list(args), kwargs], what=f"arguments of {self.workflow}")
+            self.args: tuple[str, bytes] | None = (codec, data)
+        except CodecError:
+            self.args = None  # resuming by name is then impossible; the run itself still works
+
+    def open(self, parent: str | None) -> RunContext | _Done:
+        state = self.journal.open_run(
+            run_id=self.run_id,
+            workflow=self.workflow,
+            key=self.key,
+            args=self.args,
+            entry=_entry_point(self.fn),
+            parent=parent,
+            lease=True,
+            lock_timeout=self.opts.lock_timeout,
+        )
+        if state.status == "completed":
+            assert state.result is not None
+            return _Done(self.codec.decode(*state.result, what=f"result of run {self.run_id}"))
+        return RunContext(self.journal, self.codec, state)
+
+    def finish_record(self, ctx: RunContext, result: Any) -> dict[str, Any]:
+        codec, data = self.codec.encode(
+            result, what=f"result of workflow {self.workflow}", run_id=self.run_id
+        )
+        return {
+            "k": "done",
+            "run": self.run_id,
+            "epoch": ctx.epoch,
+            "codec": codec,
+            "out": data,
+            "ts": time.time(),
+        }
+
+    def fail_record(self, ctx: RunContext, exc: BaseException) -> dict[str, Any]:
+        return {
+            "k": "fail",
+            "run": self.run_id,
+            "epoch": ctx.epoch,
+            "try": ctx.state.attempt,
+            "err": error_dict(exc),
+            "ts": time.time(),
+        }
+
+
+class _Done:
+    """An already completed run: its journaled result."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _run_sync(inv: _Invocation, parent: str | None) -> Any:
+    ctx = inv.open(parent)
+    if isinstance(ctx, _Done):
+        return ctx.value
+    run_token = current_run.set(ctx)
+    step_token = current_step_var.set(None)
+    try:
+        try:
+            result = inv.fn(*inv.call_args, **inv.call_kwargs)
+            inv.journal.append([inv.finish_record(ctx, result)])
+        except Exception as exc:
+            _quietly(inv.journal.append, [inv.fail_record(ctx, exc)])
+            raise
+        return result
+    finally:
+        current_step_var.reset(step_token)
+        current_run.reset(run_token)
+        _quietly(inv.journal.release_run, inv.run_id)
+
+
+async def _run_async(inv: _Invocation, parent: str | None) -> Any:
+    ctx = await asyncio.to_thread(inv.open, parent)
+    if isinstance(ctx, _Done):
+        return ctx.value
+    run_token = current_run.set(ctx)
+    step_token = current_step_var.set(None)
+    try:
+        try:
+            result = await inv.fn(*inv.call_args, **inv.call_kwargs)
+            await asyncio.to_thread(inv.journal.append, [inv.finish_record(ctx, result)])
+        except Exception as exc:
+            await asyncio.to_thread(_quietly, inv.journal.append, [inv.fail_record(ctx, exc)])
+            raise
+        return result
+    finally:
+        current_step_var.reset(step_token)
+        current_run.reset(run_token)
+        await asyncio.to_thread(_quietly, inv.journal.release_run, inv.run_id)
+
+
+def _quietly(fn: Callable[..., Any], *args: Any) -> None:
+    """Best-effort journaling on a path that is already raising: the original error wins."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+@overload
+def durable(fn: Callable[P, R], /) -> Callable[P, R]: ...
+@overload
+def durable(
+    *,
+    name: str | None = ...,
+    run_id: str | None = ...,
+    goal_id: str | None = ...,
+    journal: JournalSpec = ...,
+    lock_timeout: float = ...,
+    allow_pickle: bool = ...,
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Make a function durable: kill its process anywhere and call it again to resume.
+
+    Usable bare (``@durable``) or with options (``@durable(goal_id="sync")``); see
+    ``DurableOptions`` for each option.
+    """
+    opts = DurableOptions.build(**options)
+
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(func):
+            raise ConfigError(
+                f"@durable was applied to the coroutine function {func.__qualname__}",
+                fix="use @durable_async for async def functions",
+            )
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            inv = _Invocation(opts, func, args, kwargs)
+            parent = current_run.get()
+            if parent is not None:  # a child run, journaled as one step of its parent
+                child = functools.partial(_run_sync, inv, parent.run_id)
+                return step(inv.workflow, lambda _run_id: child(), inv.run_id, _kind="child")
+            return _run_sync(inv, None)
+
+        wrapper.__letitloop_options__ = opts  # type: ignore[attr-defined]
+        return wrapper
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def durable_async(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """The async twin of ``durable``, for ``async def`` functions that ``await async_step(...)``."""
+    opts = DurableOptions.build(**options)
+
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        if not inspect.iscoroutinefunction(func):
+            raise ConfigError(
+                f"@durable_async was applied to {func.__qualname__}, which is not async def",
+                fix="use @durable for plain functions",
+            )
+
+        @functools.wraps(func)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            inv = await asyncio.to_thread(_Invocation, opts, func, args, kwargs)
+            parent = current_run.get()
+            if parent is not None:
+                child = functools.partial(_run_async, inv, parent.run_id)
+                return await async_step(
+                    inv.workflow, lambda _run_id: child(), inv.run_id, _kind="child"
+                )
+            return await _run_async(inv, None)
+
+        wrapper.__letitloop_options__ = opts  # type: ignore[attr-defined]
+        return wrapper
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _check_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            f"{what} name must be a non-empty string, got {name!r}",
+            fix=f'give the {what} a literal name: {what}("fetch_user", ...)',
+        )
+    return name
+
+
+def _replay_failure(ctx: RunContext, rec: StepRecord) -> BaseException:
+    """The journaled failure of a step the run went past: rebuilt if possible, else described."""
+    if rec.codec and rec.output is not None:
+        try:
+            exc = ctx.codec.decode(rec.codec, rec.output, what=f"error of step {rec.name!r}")
+            if isinstance(exc, BaseException):
+                return exc
+        except CodecError:
+            pass
+    err = rec.error or {}
+    return ReplayedStepError(
+        f"step {rec.name!r} (position {rec.position}) of run {ctx.run_id} raised "
+        f"{err.get('type')}: {err.get('message')} when it ran, and the run continued past it",
+        fix="this is the journaled outcome, replayed so the workflow takes the same path; reset "
+        f"the run (`lil runs reset {ctx.run_id}`) to run it again",
+        run_id=ctx.run_id,
+        step=rec.name,
+        position=rec.position,
+    )
+
+
+def _begin_step(ctx: RunContext, name: str, kind: str, args: Any, kwargs: Any) -> Any:
+    """Position, fingerprint and what replay says: a finished record, or the attempt to run."""
+    pos = ctx.take_position()
+    fp = fingerprint(args, kwargs)
+    rec = ctx.replayed(pos, kind, name, fp)
+    if rec is not None and rec.status == "completed":
+        return pos, fp, rec, 0
+    if rec is not None and rec.status == "failed" and ctx.has_later(pos):
+        return pos, fp, rec, 0
+    return pos, fp, rec, (rec.attempt + 1 if rec else 1)
+
+
+def _replayed_value(ctx: RunContext, rec: StepRecord) -> Any:
+    if rec.status == "failed":
+        raise _replay_failure(ctx, rec)
+    if rec.next_position is not None:
+        ctx.skip_to(rec.next_position)
+    return ctx.output(rec)
+
+
+def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **kwargs: Any) -> R:
+    """Run ``fn(*args, **kwargs)`` as a journaled step, or return its journaled output on replay."""
+    ctx = require_run("step()")
+    _check_name(name, "step")
+    pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
+    if att == 0:
+        return _replayed_value(ctx, rec)  # type: ignore[no-any-return]
+    ident = (pos, att, _kind, name, fp)
+    ctx.journal.append([ctx.record("step", *ident)], sync=False)
+    token = current_step_var.set(ctx.step_info(pos, att, _kind, name))
+    try:
+        out = fn(*args, **kwargs)
+    except Exception as exc:
+        ctx.journal.append([ctx.error_record(exc, ident)])
+        raise
+    finally:
+        current_step_var.reset(token)
+    codec, data = ctx.codec.encode(
+        out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
+    )
+    nxt = ctx.next_position if ctx.next_position > pos + 1 else None
+    ctx.journal.append([ctx.record("ok", *ident, codec=codec, out=data, next=nxt)])
+    return out
+
+
+def async_step(
+    name: str, fn: Callable[..., Any], /, *args: Any, _kind: str = "step", **kwargs: Any
+) -> Coroutine[Any, Any, Any]:
+    """The async twin of ``step``: ``await async_step("name", fn, ...)``.
+
+    The position is taken when ``async_step`` is called, so steps started together under
+    ``asyncio.gather`` get the same positions on every replay, and run concurrently.
+    """
+    ctx = require_run("async_step()")
+    _check_name(name, "step")
+    pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
+    return _async_body(ctx, (pos, att, _kind, name, fp), rec, fn, args, kwargs)
+
+
+async def _async_body(
+    ctx: RunContext,
+    ident: tuple[Any, ...],
+    rec: StepRecord | None,
+    fn: Callable[..., Any],
+    args: Any,
+    kwargs: Any,
+) -> Any:
+    pos, att, kind, name, _fp = ident
+    if att == 0:
+        assert rec is not None
+        if rec.output is None and rec.status == "completed":
+            return await asyncio.to_thread(ctx.output, rec)
+        return _replayed_value(ctx, rec)
+    ctx.journal.append([ctx.record("step", *ident)], sync=False)
+    token = current_step_var.set(ctx.step_info(pos, att, kind, name))
+    try:
+        out = fn(*args, **kwargs)
+        if inspect.isawaitable(out):
+            out = await out
+    except Exception as exc:
+        await asyncio.to_thread(ctx.journal.append, [ctx.error_record(exc, ident)])
+        raise
+    finally:
+        current_step_var.reset(token)
+    codec, data = ctx.codec.encode(
+        out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
+    )
+    ok = ctx.record("ok", *ident, codec=codec, out=data, next=None)
+    await asyncio.to_thread(ctx.journal.append, [ok])
+    return out
+
+
+def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any) -> Any:
+    """Call ``fn`` as a durable run without decorating it (used by ``lil`` and the notebook)."""
+    inv = _Invocation(DurableOptions.build(**options), fn, args, kwargs)
+    if inspect.iscoroutinefunction(fn):
+        return asyncio.run(_run_async(inv, None))
+    return _run_sync(inv, None)
+

@@ -1,0 +1,362 @@
+"""The journal's live state machine, shared by the owner process and the in-memory journal.
+
+It holds every *loaded* run completely (header, the latest attempt at each position, the natural
+keys already written), decides whether a record is new, a harmless resend or a conflict, and
+grants run leases to sessions. Storage is someone else's job: the owner logs and folds the
+records this state accepts, ``MemoryJournal`` just keeps them. Single-threaded by contract: the
+owner calls it from its event loop only, the memory journal under a lock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from letitloop.kernel._contract import RunState, StepRecord
+from letitloop.kernel._errors import InDoubtError, JournalError, LetItLoopError, RunLockedError
+from letitloop.kernel._records import Record, natural_key, validate
+
+INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
+
+
+class RunEntry:
+    """Everything the state knows about one run."""
+
+    def __init__(self, run_id: str, workflow: str, key: str, created: float) -> None:
+        self.run_id = run_id
+        self.workflow = workflow
+        self.key = key
+        self.created = created
+        self.updated = created
+        self.epoch = 0
+        self.status = "running"
+        self.tries = 0
+        self.args: list[Any] | None = None
+        self.entry: str | None = None
+        self.parent: str | None = None
+        self.result: tuple[str, bytes] | None = None
+        self.error: dict[str, Any] | None = None
+        self.steps: dict[int, dict[str, Any]] = {}
+        self.keys: set[str] = set()
+        self.holder: str | None = None
+        self.current: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""
+        return {
+            "run": self.run_id,
+            "wf": self.workflow,
+            "key": self.key,
+            "epoch": self.epoch,
+            "status": self.status,
+            "try": self.tries,
+            "result": list(self.result) if self.result else None,
+            "error": self.error,
+            "steps": list(self.steps.values()),
+        }
+
+    def steps_done(self) -> int:
+        return sum(1 for s in self.steps.values() if s["status"] == "completed")
+
+
+def run_state(wire: dict[str, Any]) -> RunState:
+    """Rebuild a ``RunState`` from its wire form."""
+    steps = {
+        s["pos"]: StepRecord(
+            position=s["pos"],
+            attempt=s["att"],
+            kind=s["kind"],
+            name=s["name"],
+            fingerprint=s["fp"],
+            status=s["status"],
+            codec=s.get("codec"),
+            output=s.get("out"),
+            big=s.get("big", False),
+            error=s.get("err"),
+            next_position=s.get("next"),
+            resolution=s.get("res"),
+        )
+        for s in wire["steps"]
+    }
+    result = wire.get("result")
+    return RunState(
+        run_id=wire["run"],
+        workflow=wire["wf"],
+        key=wire["key"],
+        epoch=wire["epoch"],
+        status=wire["status"],
+        attempt=wire["try"],
+        result=(result[0], result[1]) if result else None,
+        error=wire.get("error"),
+        steps=steps,
+    )
+
+
+def holder_label(session: str) -> str:
+    """Sessions are 'pid@host/random'; people see 'pid@host'."""
+    return session.split("/", 1)[0]
+
+
+class JournalState:
+    """Loaded runs, leases and record validation. See the module docstring."""
+
+    def __init__(self, inline_limit: int = INLINE_LIMIT) -> None:
+        self.runs: dict[str, RunEntry] = {}
+        self.inline_limit = inline_limit
+
+    # -- leases -------------------------------------------------------------------------------
+
+    def lease_holder(self, run_id: str) -> str | None:
+        entry = self.runs.get(run_id)
+        return entry.holder if entry else None
+
+    def release(self, run_id: str, session: str) -> None:
+        entry = self.runs.get(run_id)
+        if entry is not None and entry.holder == session:
+            entry.holder = None
+
+    def release_session(self, session: str) -> list[str]:
+        freed = [e.run_id for e in self.runs.values() if e.holder == session]
+        for run_id in freed:
+            self.runs[run_id].holder = None
+        return freed
+
+    def relock(self, run_ids: list[str], session: str) -> None:
+        """Re-take leases after a reconnect (the owner restarted); fails if someone else has one."""
+        for run_id in run_ids:
+            holder = self.lease_holder(run_id)
+            if holder not in (None, session):
+                raise RunLockedError(
+                    f"run {run_id} was taken over by {holder_label(holder)} while the journal "
+                    "owner restarted; this process stops executing it",
+                    fix="let the other process finish, then call the workflow again",
+                    run_id=run_id,
+                )
+        for run_id in run_ids:
+            if run_id in self.runs:
+                self.runs[run_id].holder = session
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def begin(self, req: dict[str, Any], session: str) -> tuple[dict[str, Any] | None, list[Record]]:
+        """``open_run``: the run's wire form (None if unknown and not leasing) and records to write."""
+        run_id = req["run"]
+        entry = self.runs.get(run_id)
+        if entry is not None and entry.status == "completed" or not req.get("lease", True):
+            return (entry.wire() if entry else None), []
+        if entry is not None and entry.holder not in (None, session):
+            raise RunLockedError(
+                f"run {run_id} is being executed by {holder_label(entry.holder)}",
+                fix="wait for it to finish (or pass lock_timeout= to wait), or kill that process",
+                run_id=run_id,
+            )
+        rec: Record = {
+            "k": "run",
+            "run": run_id,
+            "wf": req["wf"],
+            "key": req["key"],
+            "epoch": entry.epoch if entry else 0,
+            "try": (entry.tries if entry else 0) + 1,
+            "args": req.get("args"),
+            "entry": req.get("entry"),
+            "parent": req.get("parent"),
+            "by": holder_label(session),
+            "ts": time.time(),
+        }
+        self.apply(validate(rec))
+        entry = self.runs[run_id]
+        entry.holder = session
+        return entry.wire(), [rec]
+
+    def check(self, rec: Record, session: str | None) -> bool:
+        """True if the record is new and allowed, False if it is a resend; raise on a conflict."""
+        validate(rec)
+        k, run_id = rec["k"], rec["run"]
+        entry = self.runs.get(run_id)
+        if entry is None:
+            if k == "run":
+                return True
+            raise JournalError(f"unknown run {run_id!r}", run_id=run_id)
+        if natural_key(rec) in entry.keys:
+            return False
+        expected = entry.epoch + 1 if k == "reset" else entry.epoch
+        if rec["epoch"] != expected:
+            raise JournalError(
+                f"run {run_id} was reset (epoch {entry.epoch}) while this process executed epoch "
+                f"{rec['epoch']}",
+                fix="call the workflow again to start the reset run",
+                run_id=run_id,
+            )
+        if k in ("resolve", "reset"):
+            if entry.holder is not None and entry.holder != session:
+                raise RunLockedError(
+                    f"run {run_id} is being executed by {holder_label(entry.holder)}",
+                    fix="wait until that process stops, then try again",
+                    run_id=run_id,
+                )
+            if k == "resolve":
+                self._check_resolve(entry, rec)
+            return True
+        if k != "run" and entry.holder != session:
+            raise RunLockedError(
+                f"this process does not hold run {run_id} (held by "
+                f"{holder_label(entry.holder) if entry.holder else 'nobody'})",
+                fix="open the run again before writing to it",
+                run_id=run_id,
+            )
+        if k in ("ok", "err", "step"):
+            current = entry.steps.get(rec["pos"])
+            if current and current["status"] == "completed" and current["att"] != rec["att"]:
+                raise JournalError(
+                    f"step {rec['name']!r} at position {rec['pos']} of run {run_id} already "
+                    f"completed in attempt {current['att']}",
+                    run_id=run_id,
+                    step=rec["name"],
+                    position=rec["pos"],
+                )
+        return True
+
+    def _check_resolve(self, entry: RunEntry, rec: Record) -> None:
+        step = entry.steps.get(rec["pos"])
+        if step is None or step["kind"] != "marker" or step["att"] != rec["att"]:
+            raise JournalError(
+                f"no marker attempt {rec['att']} at position {rec['pos']} in run {entry.run_id}",
+                fix="list the run's effects with `lil effects list` and use the shown position",
+                run_id=entry.run_id,
+                position=rec["pos"],
+            )
+        if step.get("res"):
+            raise JournalError(
+                f"marker {step['name']!r} of run {entry.run_id} was already resolved as "
+                f"{step['res']!r} by {step.get('res_by')}",
+                run_id=entry.run_id,
+                step=step["name"],
+                position=rec["pos"],
+            )
+        if step["status"] == "completed":
+            raise JournalError(
+                f"marker {step['name']!r} of run {entry.run_id} completed; it is not in doubt",
+                run_id=entry.run_id,
+                step=step["name"],
+                position=rec["pos"],
+            )
+
+    def apply(self, rec: Record) -> None:
+        """Fold one accepted record into the loaded run."""
+        k, run_id = rec["k"], rec["run"]
+        entry = self.runs.get(run_id)
+        if entry is None:
+            entry = self.runs[run_id] = RunEntry(run_id, rec["wf"], rec["key"], rec["ts"])
+        entry.updated = rec["ts"]
+        if k == "reset":
+            entry.epoch, entry.steps, entry.keys = rec["epoch"], {}, set()
+            entry.status, entry.tries, entry.result, entry.error = "reset", 0, None, None
+            entry.current = None
+            return
+        entry.keys.add(natural_key(rec))
+        if k == "run":
+            entry.tries = max(entry.tries, rec["try"])
+            entry.status, entry.error = "running", None
+            entry.args, entry.entry, entry.parent = rec["args"], rec["entry"], rec["parent"]
+        elif k == "done":
+            entry.status, entry.result, entry.error = "completed", (rec["codec"], rec["out"]), None
+            entry.current = None
+        elif k == "fail":
+            entry.status, entry.error = "failed", rec["err"]
+        elif k == "resolve":
+            step = entry.steps[rec["pos"]]
+            step["res"], step["res_by"] = rec["res"], rec["by"]
+        else:
+            self._apply_step(entry, rec)
+
+    def _apply_step(self, entry: RunEntry, rec: Record) -> None:
+        old = entry.steps.get(rec["pos"])
+        if old is not None and old["att"] > rec["att"]:
+            return  # a late record of a superseded attempt changes nothing current
+        status = {"step": "started", "ok": "completed", "err": "failed"}[rec["k"]]
+        if old is not None and old["att"] == rec["att"] and old["status"] != "started":
+            if status == "started":
+                return  # the start record arrived after the outcome (different connections)
+        step: dict[str, Any] = {
+            "pos": rec["pos"],
+            "att": rec["att"],
+            "kind": rec["kind"],
+            "name": rec["name"],
+            "fp": rec["fp"],
+            "status": status,
+        }
+        if rec["k"] != "step":
+            out = rec.get("out")
+            big = out is not None and len(out) > self.inline_limit
+            step.update(codec=rec.get("codec"), out=None if big else out, big=big)
+            step.update(err=rec.get("err"), next=rec.get("next"))
+        entry.steps[rec["pos"]] = step
+        entry.current = rec["name"] if status == "started" else None
+
+
+def in_doubt_error(run_id: str, step: StepRecord) -> InDoubtError:
+    """The error for a marker whose block started but never recorded completion."""
+    why = (
+        f"raised {step.error.get('type')}: {step.error.get('message')}"
+        if step.error
+        else "the process stopped inside it"
+    )
+    return InDoubtError(
+        f"side effect {step.name!r} (position {step.position}) of run {run_id} is in doubt: its "
+        f"block started but never recorded completion ({why}); it may or may not have happened",
+        fix=(
+            f"check whether it happened, then run `lil effects resolve {run_id} {step.name} "
+            "--done` (skip it) or `--redo` (run the block again); or pass "
+            "reconcile=callback to atomic_marker to decide in code"
+        ),
+        run_id=run_id,
+        step=step.name,
+        position=step.position,
+    )
+
+
+def error_dict(exc: BaseException) -> dict[str, Any]:
+    """An exception as journaled data: type, message, traceback text, and our fields if any."""
+    import traceback
+
+    data: dict[str, Any] = {
+        "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc))[-8000:],
+    }
+    if isinstance(exc, LetItLoopError):
+        data["fix"] = exc.fix
+    return data
+
+
+def resolve_record(entry: RunEntry, marker: str | int, resolution: str, by: str) -> Record:
+    """The ``resolve`` record for a marker named or positioned ``marker`` in a loaded run."""
+    found = [
+        s
+        for s in entry.steps.values()
+        if s["kind"] == "marker" and (s["pos"] == marker or s["name"] == marker)
+    ]
+    if not found:
+        raise JournalError(
+            f"run {entry.run_id} has no marker {marker!r} in its current epoch",
+            fix=f"see its markers with `lil effects list {entry.run_id}`",
+            run_id=entry.run_id,
+        )
+    doubtful = [s for s in found if s["status"] != "completed" and not s.get("res")]
+    step = (doubtful or found)[-1]
+    return validate(
+        {
+            "k": "resolve",
+            "run": entry.run_id,
+            "epoch": entry.epoch,
+            "pos": step["pos"],
+            "att": step["att"],
+            "res": resolution,
+            "by": by,
+            "ts": time.time(),
+        }
+    )
+
+
+def reset_record(entry: RunEntry, by: str) -> Record:
+    return {"k": "reset", "run": entry.run_id, "epoch": entry.epoch + 1, "by": by, "ts": time.time()}

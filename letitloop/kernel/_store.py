@@ -1,0 +1,400 @@
+"""The DuckDB store behind the owner: schema, folding log records into tables, and queries.
+
+Only the owner process imports this module (and duckdb), and only its database thread uses the
+connection. Records are folded in batches: each batch and the log position it reaches commit in
+one transaction, so after a crash exactly the unfolded suffix of the log is replayed. Tables are
+projections a person can query with ``lil journal sql``:
+
+    runs(run_id, workflow, run_key, epoch, status, tries, created, updated, args, entry, parent,
+         result, error)
+    steps(run_id, epoch, position, attempt, kind, name, fingerprint, status, started, ended,
+          codec, output, size, error, next_position, resolution, resolved_by)
+    events(seq, key, run_id, kind, epoch, position, attempt, name, ts, data)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from letitloop.kernel._codec import preview
+from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
+from letitloop.kernel._records import Record, natural_key, without_payload
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS fold_state(id INTEGER PRIMARY KEY, folded_lsn UBIGINT NOT NULL);
+INSERT INTO fold_state VALUES (0, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS runs(
+  run_id VARCHAR PRIMARY KEY, workflow VARCHAR NOT NULL, run_key VARCHAR NOT NULL,
+  epoch INTEGER NOT NULL, status VARCHAR NOT NULL, tries INTEGER NOT NULL,
+  created DOUBLE NOT NULL, updated DOUBLE NOT NULL, args_codec VARCHAR, args BLOB,
+  entry VARCHAR, parent VARCHAR, result_codec VARCHAR, result BLOB, error JSON);
+CREATE TABLE IF NOT EXISTS steps(
+  run_id VARCHAR, epoch INTEGER, position INTEGER, attempt INTEGER, kind VARCHAR, name VARCHAR,
+  fingerprint VARCHAR, status VARCHAR, started DOUBLE, ended DOUBLE, codec VARCHAR, output BLOB,
+  size INTEGER, error JSON, next_position INTEGER, resolution VARCHAR, resolved_by VARCHAR,
+  PRIMARY KEY (run_id, epoch, position, attempt));
+CREATE INDEX IF NOT EXISTS steps_by_run ON steps(run_id);
+CREATE TABLE IF NOT EXISTS events(
+  key VARCHAR PRIMARY KEY, seq UBIGINT NOT NULL, run_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
+  epoch INTEGER, position INTEGER, attempt INTEGER, name VARCHAR, ts DOUBLE NOT NULL, data JSON);
+CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id);
+"""
+_STEP_COLS = (
+    "run_id epoch position attempt kind name fingerprint status started ended codec output size "
+    "error next_position resolution resolved_by"
+).split()
+_KEY_COLS = ("run_id", "epoch", "position", "attempt")
+_UPSERT_STEPS = (
+    f"INSERT INTO steps SELECT {', '.join(f'unnest(${i + 1})' for i in range(len(_STEP_COLS)))} "
+    "ON CONFLICT DO UPDATE SET "
+    "status = CASE WHEN excluded.status IS NULL OR (excluded.status = 'started' AND "
+    "steps.status <> 'started') THEN steps.status ELSE excluded.status END, "
+    + ", ".join(
+        f"{c} = COALESCE(excluded.{c}, steps.{c})"
+        for c in _STEP_COLS
+        if c not in _KEY_COLS and c != "status"
+    )
+)
+_EVENT_COLS = "key seq run_id kind epoch position attempt name ts data".split()
+_INSERT_EVENTS = (
+    f"INSERT INTO events SELECT {', '.join(f'unnest(${i + 1})' for i in range(len(_EVENT_COLS)))}"
+    " ON CONFLICT DO NOTHING"
+)
+_BATCH = 5000
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+class Store:
+    """The owner's DuckDB connection and everything it does with it."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.db = duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise JournalError(
+                    f"the journal {path} is held open by another program: {exc}",
+                    fix="close the program that opened the DuckDB file directly (use "
+                    "`lil journal sql` to query a journal instead)",
+                ) from None
+            raise
+        self.db.execute(SCHEMA)
+        version = self.meta("schema_version")
+        if version is None:
+            self.db.execute(
+                "INSERT INTO meta VALUES ('schema_version', ?), ('journal_id', uuid()::VARCHAR)",
+                [str(SCHEMA_VERSION)],
+            )
+        elif int(version) != SCHEMA_VERSION:
+            raise JournalVersionError(
+                f"journal {path} has schema version {version}; this letitloop reads version "
+                f"{SCHEMA_VERSION}",
+                fix="upgrade letitloop to the version that wrote this journal",
+            )
+        self.journal_id: str = self.meta("journal_id") or ""
+        row = self.db.execute("SELECT folded_lsn FROM fold_state").fetchone()
+        self.folded_lsn: int = row[0] if row else 0
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return None if row is None else str(row[0])
+
+    def known_runs(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT run_id FROM runs").fetchall()}
+
+    # -- folding ------------------------------------------------------------------------------
+
+    def fold(self, items: Sequence[tuple[int, Record]]) -> None:
+        """Project records into the tables and advance the folded position, atomically."""
+        for i in range(0, len(items), _BATCH):
+            part = items[i : i + _BATCH]
+            self.db.execute("BEGIN")
+            try:
+                self._fold_events(part)
+                self._fold_steps([rec for _, rec in part if "pos" in rec])
+                for _, rec in part:
+                    if "pos" not in rec:
+                        self._fold_run(rec)
+                self.db.execute("UPDATE fold_state SET folded_lsn = ?", [part[-1][0]])
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.folded_lsn = part[-1][0]
+
+    def _fold_events(self, part: Sequence[tuple[int, Record]]) -> None:
+        cols: list[list[Any]] = [[] for _ in _EVENT_COLS]
+        for lsn, rec in part:
+            row = (
+                natural_key(rec),
+                lsn,
+                rec["run"],
+                rec["k"],
+                rec.get("epoch"),
+                rec.get("pos"),
+                rec.get("att"),
+                rec.get("name"),
+                rec["ts"],
+                _json(without_payload(rec)),
+            )
+            for col, value in zip(cols, row, strict=True):
+                col.append(value)
+        self.db.execute(_INSERT_EVENTS, cols)
+
+    def _fold_steps(self, recs: Sequence[Record]) -> None:
+        merged: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+        for rec in recs:
+            row = merged.setdefault((rec["run"], rec["epoch"], rec["pos"], rec["att"]), {})
+            k = rec["k"]
+            if k == "resolve":
+                row.update(resolution=rec["res"], resolved_by=rec["by"])
+                continue
+            row.update(kind=rec["kind"], name=rec["name"], fingerprint=rec["fp"])
+            if k == "step":
+                row.setdefault("status", "started")
+                row["started"] = rec["ts"]
+            else:
+                out = rec.get("out")
+                row.update(
+                    status="completed" if k == "ok" else "failed",
+                    ended=rec["ts"],
+                    codec=rec.get("codec"),
+                    output=out,
+                    size=len(out) if out is not None else 0,
+                    error=_json(rec.get("err")),
+                    next_position=rec.get("next"),
+                )
+        if not merged:
+            return
+        cols: list[list[Any]] = [[] for _ in _STEP_COLS]
+        for key, row in merged.items():
+            values = dict(zip(_KEY_COLS, key, strict=True)) | row
+            for col, name in zip(cols, _STEP_COLS, strict=True):
+                col.append(values.get(name))
+        self.db.execute(_UPSERT_STEPS, cols)
+
+    def _fold_run(self, rec: Record) -> None:
+        k, run_id, ts = rec["k"], rec["run"], rec["ts"]
+        if k == "run":
+            args = rec.get("args") or [None, None]
+            self.db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, NULL, NULL,"
+                " NULL) ON CONFLICT DO UPDATE SET epoch = excluded.epoch, status = 'running', "
+                "tries = greatest(runs.tries, excluded.tries), updated = excluded.updated, "
+                "args_codec = excluded.args_codec, args = excluded.args, entry = excluded.entry,"
+                " parent = excluded.parent, error = NULL",
+                [run_id, rec["wf"], rec["key"], rec["epoch"], rec["try"], ts, ts, args[0]]
+                + [args[1], rec["entry"], rec["parent"]],
+            )
+        elif k == "done":
+            self.db.execute(
+                "UPDATE runs SET status = 'completed', result_codec = ?, result = ?, error = NULL,"
+                " updated = ? WHERE run_id = ?",
+                [rec["codec"], rec["out"], ts, run_id],
+            )
+        elif k == "fail":
+            self.db.execute(
+                "UPDATE runs SET status = 'failed', error = ?, updated = ? WHERE run_id = ?",
+                [_json(rec["err"]), ts, run_id],
+            )
+        elif k == "reset":
+            self.db.execute(
+                "UPDATE runs SET status = 'reset', epoch = ?, tries = 0, result = NULL, "
+                "result_codec = NULL, error = NULL, updated = ? WHERE run_id = ?",
+                [rec["epoch"], ts, run_id],
+            )
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def load_run(self, run_id: str) -> dict[str, Any] | None:
+        """Everything the live state needs to hold a run: header, latest attempts, keys."""
+        row = self.db.execute(
+            "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, args,"
+            " entry, parent, result_codec, result, error FROM runs WHERE run_id = ?",
+            [run_id],
+        ).fetchone()
+        if row is None:
+            return None
+        wf, key, epoch, status, tries, created, updated, a_codec, args, entry, parent = row[:11]
+        r_codec, result, error = row[11:]
+        steps = self.db.execute(
+            "SELECT position, attempt, kind, name, fingerprint, status, codec, "
+            "CASE WHEN size <= 65536 THEN output END, size > 65536, error, next_position, "
+            "resolution, resolved_by FROM steps WHERE run_id = ? AND epoch = ? "
+            "QUALIFY row_number() OVER (PARTITION BY position ORDER BY attempt DESC) = 1",
+            [run_id, epoch],
+        ).fetchall()
+        keys = self.db.execute(
+            "SELECT key FROM events WHERE run_id = ? AND epoch = ?", [run_id, epoch]
+        ).fetchall()
+        return {
+            "run": run_id,
+            "wf": wf,
+            "key": key,
+            "epoch": epoch,
+            "status": status,
+            "try": tries,
+            "created": created,
+            "updated": updated,
+            "args": [a_codec, args] if a_codec else None,
+            "entry": entry,
+            "parent": parent,
+            "result": [r_codec, result] if r_codec else None,
+            "error": json.loads(error) if error else None,
+            "keys": [k[0] for k in keys],
+            "steps": [
+                {
+                    "pos": s[0],
+                    "att": s[1],
+                    "kind": s[2],
+                    "name": s[3],
+                    "fp": s[4],
+                    "status": s[5],
+                    "codec": s[6],
+                    "out": s[7],
+                    "big": bool(s[8]),
+                    "err": json.loads(s[9]) if s[9] else None,
+                    "next": s[10],
+                    "res": s[11],
+                    "res_by": s[12],
+                }
+                for s in steps
+            ],
+        }
+
+    def output(self, run_id: str, epoch: int, position: int, attempt: int) -> list[Any]:
+        row = self.db.execute(
+            "SELECT codec, output FROM steps WHERE run_id = ? AND epoch = ? AND position = ? "
+            "AND attempt = ?",
+            [run_id, epoch, position, attempt],
+        ).fetchone()
+        if row is None or row[0] is None:
+            raise JournalError(
+                f"no output for run {run_id} epoch {epoch} position {position} attempt {attempt}",
+                run_id=run_id,
+                position=position,
+            )
+        return [row[0], row[1]]
+
+    def list_runs(
+        self, status: str | None, workflow: str | None, limit: int, held: list[str]
+    ) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT r.run_id, r.workflow, r.run_key, CASE WHEN r.status = 'running' AND NOT "
+            "list_contains($held, r.run_id) THEN 'interrupted' ELSE r.status END AS st, r.epoch,"
+            " r.tries, r.created, r.updated, r.parent, r.error, "
+            "(SELECT count(DISTINCT s.position) FROM steps s WHERE s.run_id = r.run_id AND "
+            "s.epoch = r.epoch AND s.status = 'completed') AS done, "
+            "(SELECT arg_max(s.name, s.position) FROM steps s WHERE s.run_id = r.run_id AND "
+            "s.epoch = r.epoch AND s.status = 'started') AS current "
+            "FROM runs r WHERE ($status IS NULL OR st = $status) AND "
+            "($workflow IS NULL OR r.workflow = $workflow) ORDER BY r.updated DESC LIMIT $limit",
+            {"held": held, "status": status, "workflow": workflow, "limit": limit},
+        ).fetchall()
+        names = "run wf key status epoch try created updated parent error done current".split()
+        out = []
+        for row in rows:
+            item = dict(zip(names, row, strict=True))
+            item["error"] = json.loads(item["error"]) if item["error"] else None
+            out.append(item)
+        return out
+
+    def run_ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT run_id FROM runs").fetchall()]
+
+    def attempts(self, run_id: str, epoch: int) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT position, attempt, kind, name, fingerprint, status, started, ended, codec, "
+            "size, error, next_position, resolution, resolved_by, "
+            "CASE WHEN size <= 4096 THEN output END FROM steps WHERE run_id = ? AND epoch = ? "
+            "ORDER BY position, attempt",
+            [run_id, epoch],
+        ).fetchall()
+        names = "pos att kind name fp status started ended codec size err next res res_by".split()
+        out = []
+        for row in rows:
+            item = dict(zip(names, row[:-1], strict=True))
+            item["err"] = json.loads(item["err"]) if item["err"] else None
+            item["preview"] = preview(row[8], row[-1]) if row[-1] is not None else None
+            out.append(item)
+        return out
+
+    def result(self, run_id: str) -> list[Any] | None:
+        row = self.db.execute(
+            "SELECT result_codec, result FROM runs WHERE run_id = ?", [run_id]
+        ).fetchone()
+        return [row[0], row[1]] if row and row[0] else None
+
+    def events(self, after: int, run_id: str | None, limit: int) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT seq, run_id, kind, position, attempt, name, ts, data FROM events "
+            "WHERE seq > ? AND (? IS NULL OR run_id = ?) ORDER BY seq LIMIT ?",
+            [after, run_id, run_id, limit],
+        ).fetchall()
+        names = "seq run k pos att name ts data".split()
+        return [
+            dict(zip(names, r[:-1], strict=True)) | {"data": json.loads(r[-1])} for r in rows
+        ]
+
+    def sql(self, query: str, limit: int = 10000) -> dict[str, Any]:
+        """Run one read-only statement (SELECT and friends only), for ``lil journal sql``."""
+        statements = duckdb.extract_statements(query)
+        allowed = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+        if len(statements) != 1 or statements[0].type not in allowed:
+            raise ConfigError(
+                "only a single SELECT (or EXPLAIN) statement may run through the journal owner",
+                fix="write one read-only query, e.g. SELECT status, count(*) FROM runs GROUP BY 1",
+            )
+        cur = self.db.cursor()
+        try:
+            cur.execute(query)
+            columns = [d[0] for d in cur.description or []]
+            rows = cur.fetchmany(limit)
+        finally:
+            cur.close()
+        return {"columns": columns, "rows": [[_plain(v) for v in row] for row in rows]}
+
+    def gc(self, older_than: float, statuses: Sequence[str], held: list[str]) -> list[str]:
+        doomed = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT run_id FROM runs WHERE list_contains(?, status) AND updated < ? AND NOT "
+                "list_contains(?, run_id)",
+                [list(statuses), older_than, held],
+            ).fetchall()
+        ]
+        if doomed:
+            self.db.execute("BEGIN")
+            for table in ("steps", "events", "runs"):
+                self.db.execute(f"DELETE FROM {table} WHERE list_contains(?, run_id)", [doomed])
+            self.db.execute("COMMIT")
+        return doomed
+
+    def stats(self) -> dict[str, Any]:
+        row = self.db.execute(
+            "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM steps), "
+            "(SELECT count(*) FROM events), (SELECT coalesce(sum(size), 0) FROM steps)"
+        ).fetchone()
+        assert row is not None
+        return {"runs": row[0], "attempts": row[1], "events": row[2], "output_bytes": row[3]}
+
+    def close(self) -> None:
+        self.db.execute("CHECKPOINT")
+        self.db.close()
+
+
+def _plain(value: Any) -> Any:
+    """SQL results as msgpack-friendly values."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    return str(value)
