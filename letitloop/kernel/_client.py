@@ -48,6 +48,38 @@ def open_journal(spec: str | os.PathLike[str] | None = None) -> OwnerJournal:
         return journal
 
 
+def stop_owner(spec: str | os.PathLike[str] | None = None, timeout: float = 10.0) -> int | None:
+    """Stop a journal's owner if one runs (it folds, checkpoints and exits); return its pid."""
+    paths = JournalPaths(find_journal(spec))
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect(str(paths.socket))
+        link = _Link(sock)
+        link.call({"op": "hello", "session": f"{os.getpid()}@{socket.gethostname()}/stop"})
+        pid = int(link.call({"op": "stop"})["pid"])
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    with _journals_lock:
+        journal = _journals.pop(paths.db, None)
+    if journal is not None:
+        journal.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap()
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        if not paths.pid_file.exists() and not paths.socket.exists():
+            time.sleep(0.02)  # pid file goes last; give the process a moment to exit
+            _reap()
+            return pid
+        time.sleep(0.01)
+    return pid
+
+
 def _raise(error: dict[str, Any]) -> None:
     cls = getattr(_errors, str(error.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, LetItLoopError)):

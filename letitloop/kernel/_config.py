@@ -99,7 +99,7 @@ def find_journal(explicit: str | os.PathLike[str] | None = None, cwd: Path | Non
         if re.match(r"^[a-z][a-z0-9+.-]*://", text):
             raise ConfigError(
                 f"journal {text!r} is a URL; only local DuckDB journal files are supported so far",
-                fix="point LIL_JOURNAL (or journal=) at a file path such as .letitloop/journal.duckdb",
+                fix="point LIL_JOURNAL (or journal=) at a file such as .letitloop/journal.duckdb",
             )
         path = Path(text).expanduser()
         if path.is_dir():

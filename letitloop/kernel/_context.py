@@ -93,7 +93,9 @@ class RunContext:
         assert rec.codec is not None
         data = rec.output
         if data is None:
-            codec, data = self.journal.get_output(self.run_id, self.epoch, rec.position, rec.attempt)
+            codec, data = self.journal.get_output(
+                self.run_id, self.epoch, rec.position, rec.attempt
+            )
             return self.codec.decode(codec, data, what=f"output of step {rec.name!r}")
         return self.codec.decode(rec.codec, data, what=f"output of step {rec.name!r}")
 

@@ -9,7 +9,7 @@
     ├── NonDeterminismError         replay met a different step than the journal recorded
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
-    ├── ReplayedStepError           a journaled step failure replayed when its exception cannot be rebuilt
+    ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
         └── TamperedDataError           an authenticated blob failed its HMAC check

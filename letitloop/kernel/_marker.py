@@ -91,7 +91,7 @@ def _span_end(ctx: RunContext, rec: StepRecord) -> int:
 
 @contextmanager
 def atomic_marker(name: str, reconcile: Reconcile | None = None) -> Iterator[bool]:
-    """Fence a side effect: ``with atomic_marker("notify") as should_execute: if should_execute: ...``"""
+    """Fence a side effect: ``with atomic_marker("notify") as go:``, then ``if go: ...``."""
     ctx = require_run("atomic_marker()")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"marker name must be a non-empty string, got {name!r}")

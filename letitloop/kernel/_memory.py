@@ -129,8 +129,8 @@ class MemoryJournal:
         lease: bool = True,
         lock_timeout: float = 0.0,
     ) -> RunState:
-        req = {"run": run_id, "wf": workflow, "key": key, "args": list(args) if args else None}
-        req.update(entry=entry, parent=parent, lease=lease)
+        req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
+        req.update(args=list(args) if args else None, entry=entry, parent=parent)
         deadline = time.monotonic() + lock_timeout
         with self.store.cond:
             while True:
@@ -173,9 +173,7 @@ class MemoryJournal:
     ) -> list[RunInfo]:
         with self.store.cond:
             infos = [entry_info(e) for e in self.store.state.runs.values()]
-        infos = [
-            i for i in infos if status in (None, i.status) and workflow in (None, i.workflow)
-        ]
+        infos = [i for i in infos if status in (None, i.status) and workflow in (None, i.workflow)]
         return sorted(infos, key=lambda i: i.updated, reverse=True)[:limit]
 
     def find_run(self, text: str) -> str:

@@ -21,6 +21,7 @@ import json
 import os
 import queue
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -37,7 +38,7 @@ from letitloop.kernel import _wire
 from letitloop.kernel._config import JournalPaths, env_float
 from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
 from letitloop.kernel._log import Log, frame
-from letitloop.kernel._records import Record, natural_key, validate, without_payload
+from letitloop.kernel._records import Record, validate, without_payload
 from letitloop.kernel._state import (
     JournalState,
     RunEntry,
@@ -77,7 +78,10 @@ class Conn:
 def _error(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, LetItLoopError):
         return {"ok": False, "error": exc.to_dict()}
-    return {"ok": False, "error": {"type": "JournalError", "message": f"{type(exc).__name__}: {exc}"}}
+    return {
+        "ok": False,
+        "error": {"type": "JournalError", "message": f"{type(exc).__name__}: {exc}"},
+    }
 
 
 class Owner:
@@ -126,10 +130,17 @@ class Owner:
         self.db_thread.start()
         info = {"pid": os.getpid(), "version": VERSION, "protocol": _wire.PROTOCOL}
         self.paths.pid_file.write_text(json.dumps(info | {"socket": str(sock_path)}))
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, self._on_term)
         print(f"READY {json.dumps(self.stats)}", flush=True)
         while not self.stopping:
             self._round()
         self._shutdown()
+
+    def _on_term(self, signum: int, frame: Any) -> None:
+        """SIGTERM/SIGINT: finish the current round, fold everything, close DuckDB, exit."""
+        self.stopping = True
+        self.wake_w.send(b"x")
 
     def _round(self) -> None:
         batch: list[tuple[Record, bool]] = []
@@ -213,7 +224,9 @@ class Owner:
 
     # -- requests -----------------------------------------------------------------------------
 
-    def _handle(self, conn: Conn, req: dict[str, Any], batch: list[Any], replies: list[Any]) -> None:
+    def _handle(
+        self, conn: Conn, req: dict[str, Any], batch: list[Any], replies: list[Any]
+    ) -> None:
         op = req.get("op")
         if op == "hello":
             if conn.session is None:
@@ -223,11 +236,11 @@ class Owner:
             return
         if conn.session is None:
             raise JournalError("the first request on a connection must be hello")
-        run_id = req.get("run")
-        if op in ("open_run", "resolve", "reset", "relock", "release") and run_id is not None:
-            if run_id not in self.state.runs and run_id in self.known:
-                self._park_load(run_id, conn, req)
-                return
+        run_id: str = req.get("run") or ""
+        unloaded = run_id and run_id not in self.state.runs and run_id in self.known
+        if op in ("open_run", "resolve", "reset", "relock", "release") and unloaded:
+            self._park_load(run_id, conn, req)
+            return
         if op == "open_run":
             self._open_run(conn, req, batch, replies)
         elif op == "append":
@@ -290,7 +303,9 @@ class Owner:
             raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
         return entry
 
-    def _open_run(self, conn: Conn, req: dict[str, Any], batch: list[Any], replies: list[Any]) -> None:
+    def _open_run(
+        self, conn: Conn, req: dict[str, Any], batch: list[Any], replies: list[Any]
+    ) -> None:
         assert conn.session is not None
         try:
             wire, recs = self.state.begin(req, conn.session)
@@ -428,7 +443,7 @@ class Owner:
         _, conn, req, held = job
         try:
             reply = {"ok": True, **_READS[req["op"]](self, req, held)}
-        except Exception as exc:  # noqa: BLE001 - a failed read must not stop folding
+        except Exception as exc:
             reply = _error(exc)
         conn.send(reply)
 
@@ -457,7 +472,7 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
         data["try"],
     )
     entry.args, entry.entry, entry.parent = data["args"], data["entry"], data["parent"]
-    entry.result = tuple(data["result"]) if data["result"] else None  # type: ignore[assignment]
+    entry.result = (data["result"][0], data["result"][1]) if data["result"] else None
     entry.error = data["error"]
     entry.keys = set(data["keys"])
     for step in data["steps"]:
@@ -470,7 +485,9 @@ def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str
 
 
 def _read_runs(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    runs = owner.store.list_runs(req.get("status"), req.get("workflow"), req.get("limit", 100), held)
+    runs = owner.store.list_runs(
+        req.get("status"), req.get("workflow"), req.get("limit", 100), held
+    )
     for run in runs:
         entry = owner.state.runs.get(run["run"])
         run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None

@@ -76,9 +76,9 @@ def validate(rec: object) -> Record:
                 f"{' or '.join(t.__name__ for t in types)}, got {type(value).__name__}",
                 fix="this is a bug in the client that wrote it; please report it",
             )
-        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < _INT_LIMIT:
-            if name in ("epoch", "try", "pos", "att", "next"):
-                raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
+        counter = name in ("epoch", "try", "pos", "att", "next")
+        if counter and isinstance(value, int) and not 0 <= value < _INT_LIMIT:
+            raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
     if "kind" in fields and rec["kind"] not in STEP_KINDS:
         raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:

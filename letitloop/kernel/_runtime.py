@@ -14,6 +14,7 @@ import asyncio
 import functools
 import inspect
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -50,7 +51,13 @@ def codec_for(journal: Journal, allow_pickle: bool = True) -> Codec:
     key = (journal.journal_id, allow_pickle)
     codec = _codecs.get(key)
     if codec is None:
-        codec = _codecs[key] = Codec(load_or_create_key(journal.journal_id), allow_pickle=allow_pickle)
+        # an in-memory journal lives and dies with this process: its key need not be stored
+        secret = (
+            secrets.token_bytes(32)
+            if journal.location == ":memory:"
+            else load_or_create_key(journal.journal_id)
+        )
+        codec = _codecs[key] = Codec(secret, allow_pickle=allow_pickle)
     return codec
 
 
@@ -72,7 +79,9 @@ def _entry_point(fn: Callable[..., Any]) -> str | None:
 class _Invocation:
     """One call of a durable function: resolved options, run identity and encoded arguments."""
 
-    def __init__(self, opts: DurableOptions, fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
+    def __init__(
+        self, opts: DurableOptions, fn: Callable[..., Any], args: Any, kwargs: Any
+    ) -> None:
         self.opts = opts
         self.fn = fn
         self.call_args, self.call_kwargs = args, kwargs
@@ -84,7 +93,9 @@ class _Invocation:
         self.key = opts.run_id or fingerprint(bound.args, bound.kwargs)[:16]
         self.run_id = f"{self.workflow}:{self.key}"
         try:
-            codec, data = self.codec.encode([list(args), kwargs], what=f"arguments of {self.workflow}")
+            codec, data = self.codec.encode(
+                [list(args), kwargs], what=f"arguments of {self.workflow}"
+            )
             self.args: tuple[str, bytes] | None = (codec, data)
         except CodecError:
             self.args = None  # resuming by name is then impossible; the run itself still works
@@ -180,7 +191,7 @@ def _quietly(fn: Callable[..., Any], *args: Any) -> None:
     """Best-effort journaling on a path that is already raising: the original error wins."""
     try:
         fn(*args)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -382,4 +393,3 @@ def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any)
     if inspect.iscoroutinefunction(fn):
         return asyncio.run(_run_async(inv, None))
     return _run_sync(inv, None)
-

@@ -138,11 +138,13 @@ class JournalState:
 
     # -- runs ---------------------------------------------------------------------------------
 
-    def begin(self, req: dict[str, Any], session: str) -> tuple[dict[str, Any] | None, list[Record]]:
-        """``open_run``: the run's wire form (None if unknown and not leasing) and records to write."""
+    def begin(
+        self, req: dict[str, Any], session: str
+    ) -> tuple[dict[str, Any] | None, list[Record]]:
+        """``open_run``: the run's wire form (None if unknown, not leasing) and records to write."""
         run_id = req["run"]
         entry = self.runs.get(run_id)
-        if entry is not None and entry.status == "completed" or not req.get("lease", True):
+        if (entry is not None and entry.status == "completed") or not req.get("lease", True):
             return (entry.wire() if entry else None), []
         if entry is not None and entry.holder not in (None, session):
             raise RunLockedError(
@@ -274,9 +276,9 @@ class JournalState:
         if old is not None and old["att"] > rec["att"]:
             return  # a late record of a superseded attempt changes nothing current
         status = {"step": "started", "ok": "completed", "err": "failed"}[rec["k"]]
-        if old is not None and old["att"] == rec["att"] and old["status"] != "started":
-            if status == "started":
-                return  # the start record arrived after the outcome (different connections)
+        late_start = status == "started" and old is not None and old["att"] == rec["att"]
+        if late_start and old is not None and old["status"] != "started":
+            return  # the start record arrived after the outcome (different connections)
         step: dict[str, Any] = {
             "pos": rec["pos"],
             "att": rec["att"],
@@ -359,4 +361,10 @@ def resolve_record(entry: RunEntry, marker: str | int, resolution: str, by: str)
 
 
 def reset_record(entry: RunEntry, by: str) -> Record:
-    return {"k": "reset", "run": entry.run_id, "epoch": entry.epoch + 1, "by": by, "ts": time.time()}
+    return {
+        "k": "reset",
+        "run": entry.run_id,
+        "epoch": entry.epoch + 1,
+        "by": by,
+        "ts": time.time(),
+    }

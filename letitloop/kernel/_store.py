@@ -342,9 +342,7 @@ class Store:
             [after, run_id, run_id, limit],
         ).fetchall()
         names = "seq run k pos att name ts data".split()
-        return [
-            dict(zip(names, r[:-1], strict=True)) | {"data": json.loads(r[-1])} for r in rows
-        ]
+        return [dict(zip(names, r[:-1], strict=True)) | {"data": json.loads(r[-1])} for r in rows]
 
     def sql(self, query: str, limit: int = 10000) -> dict[str, Any]:
         """Run one read-only statement (SELECT and friends only), for ``lil journal sql``."""

@@ -1,0 +1,47 @@
+# Two commands do everything on a fresh machine with python3 >= 3.11:
+#   make demo   create .venv, install letitloop, run the headline demo (a real SIGKILL and resume)
+#   make test   install what the tests need (system packages included) and run every check
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Debian packages the test suite needs (installed with apt-get when missing).
+SYSTEM_PACKAGES :=
+
+.PHONY: demo test install system-deps lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/lil demo
+
+system-deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
+
+lint: install
+	$(BIN)/ruff check letitloop tests benchmarks
+	$(BIN)/ruff format --check letitloop tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	@$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+test: system-deps install lint typecheck pytest
+
+bench: install
+	$(BIN)/python benchmarks/journal.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

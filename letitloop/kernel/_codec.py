@@ -1,0 +1,593 @@
+"""Turn step outputs, run arguments and run results into journal bytes, and back.
+
+Values are stored with the simplest of four codecs that can represent them, so that most
+journal entries stay readable by tools that never run user code (the TUI, the language server):
+
+* ``json``   plain JSON text; anything can read it.
+* ``lilj``   JSON with tagged rich values, ``{"__lil__": tag, "v": ...}`` (tuple, set, bytes,
+             datetime, Decimal, UUID, path...). No tag names a class, so loading runs no user code.
+* ``liljc``  a 32-byte HMAC-SHA256 followed by JSON whose tags name importable classes
+             (dataclasses, pydantic models, enums, namedtuples).
+* ``pickle`` a 32-byte HMAC-SHA256 followed by pickle protocol 5: the last resort.
+
+Security rule: a journal is data that whoever can write the file may edit, so loading it must
+never run code that person chose. Classes are imported (``liljc``) and bytes are unpickled
+(``pickle``) only after their HMAC was verified with ``hmac.compare_digest`` under the journal
+key, which lives outside the journal (``key_path`` or ``$LIL_PICKLE_KEY``); a failed check raises
+``TamperedDataError``. ``preview`` never imports or unpickles anything.
+
+Only the standard library is imported: pydantic models are recognised when pydantic is already
+loaded, never by importing it, so ``import letitloop`` stays cheap.
+
+``fingerprint`` hashes call arguments canonically so replay can notice changed arguments;
+``load_or_create_key`` creates each journal's key once, atomically, readable only by its owner.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import functools
+import hashlib
+import hmac
+import importlib
+import io
+import json
+import math
+import os
+import pathlib
+import pickle
+import secrets
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+from letitloop.kernel._errors import CodecError, ConfigError, TamperedDataError, UnencodableError
+
+CODEC_JSON = "json"
+CODEC_TAGGED = "lilj"
+CODEC_CLASS = "liljc"
+CODEC_PICKLE = "pickle"
+
+TAG = "__lil__"
+KEY_ENV = "LIL_PICKLE_KEY"
+KEY_DIR_ENV = "LIL_KEY_DIR"
+_MAC_LEN = 32
+_JSON, _TAGGED, _CLASS = 0, 1, 2  # what a walked value needs, simplest first
+_PATH_NAMES = ("Path", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath")
+_PATHS: dict[str, type[pathlib.PurePath]] = {n: getattr(pathlib, n) for n in _PATH_NAMES}
+_SIMPLE: dict[type, tuple[str, Callable[[Any], object]]] = {
+    bytes: ("bytes", lambda b: base64.b64encode(b).decode("ascii")),
+    dt.datetime: ("datetime", lambda d: d.isoformat()),
+    dt.date: ("date", lambda d: d.isoformat()),
+    dt.time: ("time", lambda t: t.isoformat()),
+    dt.timedelta: ("timedelta", lambda d: [d.days, d.seconds, d.microseconds]),
+    decimal.Decimal: ("decimal", str),
+    uuid.UUID: ("uuid", str),
+}
+_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_UNSIMPLE: dict[str, Callable[[Any], object]] = {
+    "bytes": lambda s: base64.b64decode(s, validate=True),
+    "datetime": dt.datetime.fromisoformat,
+    "date": dt.date.fromisoformat,
+    "time": dt.time.fromisoformat,
+    "timedelta": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
+    "decimal": decimal.Decimal,
+    "uuid": uuid.UUID,
+    "float": _FLOATS.__getitem__,
+}
+_FIX_UNENCODABLE = (
+    "Return JSON-compatible data (dict, list, str, int, float, bool, None), a dataclass or "
+    "pydantic model defined at module level, or what is needed to rebuild the object (an id, "
+    "a path, a run_id) instead of the live object; or convert it yourself before returning it."
+)
+
+
+class _Ids(TypedDict):
+    run_id: str | None
+    step: str | None
+    position: int | None
+
+
+class _Fail(Exception):
+    """An element the walker cannot represent: where it is, and why."""
+
+    def __init__(self, path: str, value: object, reason: str, *, cycle: bool = False) -> None:
+        super().__init__(path)
+        self.path, self.value, self.reason, self.cycle = path, value, reason, cycle
+
+
+def _tname(t: type) -> str:
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _canon(x: object) -> str:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _dumps(x: object) -> bytes:
+    text = json.dumps(x, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: escaped JSON is still valid UTF-8
+        return json.dumps(x, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _importable(t: type) -> bool:
+    """Whether `module:qualname` finds this very class again (without importing anything)."""
+    obj: object = sys.modules.get(t.__module__)
+    if obj is None or "<locals>" in t.__qualname__:
+        return False
+    for part in t.__qualname__.split("."):
+        obj = getattr(obj, part, None)
+    return obj is t
+
+
+def _is_model(t: type) -> bool:
+    """A pydantic (v2) model class, recognised without importing pydantic."""
+    return "pydantic" in sys.modules and all(
+        any(name in vars(c) for c in t.__mro__) for name in ("model_dump", "model_validate")
+    )
+
+
+def _index(k: object) -> str:
+    if type(k) in (str, int, float, bool, type(None)):
+        return json.dumps(k, ensure_ascii=False) if type(k) is str else repr(k)
+    return f"<{_tname(type(k))} key>"
+
+
+class _Walker:
+    """Converts a value to JSON-ready data and notes the simplest codec level it needs.
+
+    A lenient walker (for fingerprints) never fails: what it cannot represent becomes its type
+    name, classes are named without checking they import, and dict pairs are sorted.
+    """
+
+    def __init__(self, *, lenient: bool = False) -> None:
+        self.lenient = lenient
+        self.level = _JSON
+        self.first_class: tuple[str, object] = ("value", None)
+        self._open: set[int] = set()  # ids of the containers being walked, to catch cycles
+
+    def walk(self, v: Any, path: str) -> Any:
+        t = type(v)
+        if v is None or t is bool or t is int or t is str:
+            return v
+        if t is float:
+            if math.isfinite(v):
+                return v
+            return self._tag("float", "nan" if math.isnan(v) else "inf" if v > 0 else "-inf")
+        if t in _SIMPLE:
+            name, convert = _SIMPLE[t]
+            return self._tag(name, convert(v))
+        if t is list:
+            return self._nest(v, path, self._items)
+        if t is dict:
+            return self._nest(v, path, self._dict)
+        if t is tuple:
+            return self._nest(v, path, lambda v, p: self._tag("tuple", self._items(v, p)))
+        if t is set or t is frozenset:
+            return self._nest(v, path, self._set)
+        if _PATHS.get(t.__name__) is t:
+            return self._tag("path", str(v), cls=t.__name__)
+        return self._rich(v, path)
+
+    def _rich(self, v: Any, path: str) -> Any:
+        t = type(v)
+        if isinstance(v, enum.Enum):
+            return self._cls(v, path, "enum", lambda v, p: self.walk(v.value, f"{p}.value"))
+        if isinstance(v, tuple) and hasattr(t, "_fields") and hasattr(t, "_make"):
+            return self._nest(
+                v, path, functools.partial(self._cls, tag="namedtuple", body=self._items)
+            )
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return self._nest(
+                v, path, functools.partial(self._cls, tag="dataclass", body=self._fields)
+            )
+        if _is_model(t):
+            return self._cls(v, path, "pydantic", self._dump)
+        return self._fail(path, v, "has no safe encoding")
+
+    def _tag(self, tag: str, body: object, **extra: object) -> dict[str, object]:
+        self.level = max(self.level, _TAGGED)
+        return {TAG: tag, **extra, "v": body}
+
+    def _cls(self, v: Any, path: str, tag: str, body: Callable[[Any, str], object]) -> Any:
+        t = type(v)
+        if not self.lenient and not _importable(t):
+            reason = "has a class that cannot be imported by name (defined inside a function?)"
+            return self._fail(path, v, reason)
+        if self.level < _CLASS:
+            self.level, self.first_class = _CLASS, (path, v)
+        return {TAG: tag, "cls": f"{t.__module__}:{t.__qualname__}", "v": body(v, path)}
+
+    def _nest(self, v: Any, path: str, build: Callable[[Any, str], object]) -> Any:
+        if id(v) in self._open:
+            return self._fail(path, v, "is part of a reference cycle (it contains itself)", True)
+        self._open.add(id(v))
+        try:
+            return build(v, path)
+        finally:
+            self._open.discard(id(v))
+
+    def _set(self, v: Any, path: str) -> Any:
+        return self._tag(type(v).__name__, sorted(self._items(v, path), key=_canon))
+
+    def _items(self, v: Any, path: str) -> list[Any]:
+        return [self.walk(x, f"{path}[{i}]") for i, x in enumerate(v)]
+
+    def _dict(self, d: dict[Any, Any], path: str) -> Any:
+        if TAG not in d and all(type(k) is str for k in d):
+            return {k: self.walk(x, f"{path}[{_index(k)}]") for k, x in d.items()}
+        pairs = [
+            [self.walk(k, f"{path}.keys()[{i}]"), self.walk(x, f"{path}[{_index(k)}]")]
+            for i, (k, x) in enumerate(d.items())
+        ]
+        return self._tag("dict", sorted(pairs, key=_canon) if self.lenient else pairs)
+
+    def _fields(self, v: Any, path: str) -> dict[str, Any]:
+        return {
+            f.name: self.walk(getattr(v, f.name), f"{path}.{f.name}")
+            for f in dataclasses.fields(v)
+            if hasattr(v, f.name)
+        }
+
+    def _dump(self, v: Any, path: str) -> Any:
+        try:
+            return v.model_dump(mode="json")
+        except Exception as e:  # any failure means "not representable"
+            return self._fail(path, v, f"cannot be dumped by pydantic ({type(e).__name__}: {e})")
+
+    def _fail(self, path: str, v: object, reason: str, cycle: bool = False) -> Any:
+        if self.lenient:
+            return {TAG: "object", "type": _tname(type(v))}
+        raise _Fail(path, v, reason, cycle=cycle)
+
+
+class _Decoder:
+    """Rebuilds values from tagged JSON; imports classes only when `classes` (verified data)."""
+
+    def __init__(self, *, classes: bool) -> None:
+        self.classes = classes
+
+    def dec(self, v: Any) -> Any:
+        if isinstance(v, list):
+            return [self.dec(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        if TAG not in v:
+            return {k: self.dec(x) for k, x in v.items()}
+        tag, body = v[TAG], v["v"]
+        if tag in _UNSIMPLE:
+            return _UNSIMPLE[tag](body)
+        if tag in ("tuple", "set", "frozenset"):
+            items = (self.dec(x) for x in body)
+            return (
+                tuple(items) if tag == "tuple" else set(items) if tag == "set" else frozenset(items)
+            )
+        if tag == "dict":
+            return {self.dec(k): self.dec(x) for k, x in body}
+        if tag == "path":
+            return _path(v["cls"], body)
+        if tag not in _CLASS_CHECKS:
+            raise CodecError(f"unknown tag {tag!r}", fix="Upgrade letitloop to read this journal.")
+        if not self.classes:
+            raise CodecError(f"tag {tag!r} names a class, which {CODEC_TAGGED!r} data must not do")
+        return self._instance(tag, _import_class(v["cls"], tag), body)
+
+    def _instance(self, tag: str, cls: Any, body: Any) -> object:
+        if tag == "enum":
+            return cls(self.dec(body))
+        if tag == "namedtuple":
+            return cls._make(self.dec(x) for x in body)
+        if tag == "pydantic":
+            return cls.model_validate(body)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values = {k: self.dec(x) for k, x in body.items()}
+        if unknown := sorted(set(values) - set(fields)):
+            raise CodecError(
+                f"dataclass {_tname(cls)} has no field(s) {', '.join(unknown)}",
+                fix="The class changed since the value was stored; restore the removed fields.",
+            )
+        obj = cls(**{k: x for k, x in values.items() if fields[k].init})
+        for k, x in values.items():
+            if not fields[k].init:
+                object.__setattr__(obj, k, x)
+        return obj
+
+
+_CLASS_CHECKS: dict[str, Callable[[type], bool]] = {
+    "enum": lambda c: issubclass(c, enum.Enum),
+    "dataclass": dataclasses.is_dataclass,
+    "pydantic": _is_model,
+    "namedtuple": lambda c: issubclass(c, tuple) and hasattr(c, "_fields") and hasattr(c, "_make"),
+}
+
+
+def _path(name: str, text: str) -> pathlib.PurePath:
+    try:
+        return _PATHS[name](text)
+    except NotImplementedError:  # a concrete path of the other OS: keep its pure flavour
+        return pathlib.PurePosixPath(text) if "Posix" in name else pathlib.PureWindowsPath(text)
+
+
+def _import_class(ref: str, tag: str) -> type:
+    """Import `module:qualname` (verified data only) and check it is the kind the tag claims."""
+    module, _, qualname = ref.partition(":")
+    if not module or not qualname or "<locals>" in qualname:
+        raise CodecError(f"{ref!r} is not an importable class reference")
+    try:
+        obj: object = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise CodecError(
+            f"class {ref} cannot be imported ({type(e).__name__}: {e})",
+            fix="Make the module importable (same code and sys.path as when the value was stored).",
+        ) from e
+    if not isinstance(obj, type) or not _CLASS_CHECKS[tag](obj):
+        raise CodecError(f"{ref} is not a {tag} class, although the journal says it is")
+    return obj
+
+
+def _key_dir() -> pathlib.Path:
+    if explicit := os.environ.get(KEY_DIR_ENV):
+        return pathlib.Path(explicit).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return pathlib.Path(config) / "letitloop" / "keys"
+
+
+def _key_hint() -> str:
+    return f"{_key_dir() / '<journal-id>.key'} (or ${KEY_ENV}, in hex)"
+
+
+class _Pickler(pickle.Pickler):
+    """A pickler that refuses classes pickle.loads could not find by name again."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = obj if isinstance(obj, type) else type(obj)
+        if "<locals>" in cls.__qualname__:
+            raise pickle.PicklingError(f"class {_tname(cls)} is defined inside a function")
+        return NotImplemented
+
+
+class Codec:
+    """Encodes values with the simplest codec that represents them, and decodes them safely."""
+
+    def __init__(self, key: bytes | None, *, allow_pickle: bool = True) -> None:
+        self._key = key
+        self._allow_pickle = allow_pickle
+
+    def encode(
+        self,
+        value: object,
+        *,
+        what: str = "value",
+        run_id: str | None = None,
+        step: str | None = None,
+        position: int | None = None,
+    ) -> tuple[str, bytes]:
+        """Return `(codec, data)` for `value`; raise UnencodableError naming the culprit."""
+        ids = _Ids(run_id=run_id, step=step, position=position)
+        walker = _Walker()
+        try:
+            text = _dumps(walker.walk(value, "value"))
+        except _Fail as f:
+            if f.cycle:
+                raise self._unencodable(what, f, "", ids) from None
+            failure = f
+        except RecursionError:
+            raise UnencodableError(
+                f"cannot journal the {what}: it is nested too deeply", fix=_FIX_UNENCODABLE, **ids
+            ) from None
+        except ValueError as e:  # e.g. an int too long for JSON, or a model dumping nan
+            failure = _Fail("value", value, f"cannot be written as JSON ({e})")
+        else:
+            if walker.level < _CLASS:
+                return (CODEC_JSON if walker.level == _JSON else CODEC_TAGGED), text
+            if self._key is not None:
+                return CODEC_CLASS, self._sign(text)
+            path, culprit = walker.first_class
+            failure = _Fail(path, culprit, "names a class, which needs a journal key (none is set)")
+        blob, why = self._pickle(value)
+        if blob is not None:
+            return CODEC_PICKLE, blob
+        raise self._unencodable(what, failure, why, ids)
+
+    def decode(
+        self,
+        codec: str,
+        data: bytes,
+        *,
+        what: str = "value",
+        run_id: str | None = None,
+        step: str | None = None,
+        position: int | None = None,
+    ) -> object:
+        """Rebuild a value; authenticated codecs import or unpickle only after the HMAC check."""
+        ids = _Ids(run_id=run_id, step=step, position=position)
+        try:
+            if codec == CODEC_JSON:
+                return json.loads(data)
+            if codec == CODEC_TAGGED:
+                return _Decoder(classes=False).dec(json.loads(data))
+            if codec == CODEC_CLASS:
+                return _Decoder(classes=True).dec(json.loads(self._verify(codec, data, what, ids)))
+            if codec == CODEC_PICKLE:
+                return pickle.loads(self._verify(codec, data, what, ids))
+        except CodecError as e:
+            if e.run_id is None and e.step is None:
+                e.run_id, e.step, e.position = run_id, step, position
+            raise
+        except Exception as e:
+            raise CodecError(
+                f"cannot load the {what}: its {codec!r} data is malformed "
+                f"({type(e).__name__}: {e})",
+                fix="The journal entry is damaged or was written by another version of the code.",
+                **ids,
+            ) from e
+        raise CodecError(
+            f"cannot load the {what}: unknown codec {codec!r}",
+            fix="The journal was written by a newer letitloop; upgrade to read it.",
+            **ids,
+        )
+
+    def _sign(self, body: bytes) -> bytes:
+        assert self._key is not None
+        return hmac.new(self._key, body, hashlib.sha256).digest() + body
+
+    def _verify(self, codec: str, data: bytes, what: str, ids: _Ids) -> bytes:
+        if self._key is None:
+            raise CodecError(
+                f"cannot load the {what}: {codec!r} data is authenticated with the journal key, "
+                "and no key was given",
+                fix=f"The key is needed; it is looked for at {_key_hint()}.",
+                **ids,
+            )
+        mac, body = data[:_MAC_LEN], data[_MAC_LEN:]
+        expected = hmac.new(self._key, body, hashlib.sha256).digest()
+        if len(data) < _MAC_LEN or not hmac.compare_digest(mac, expected):
+            raise TamperedDataError(
+                f"the stored {what} ({codec!r}) failed authentication: it was modified after it "
+                "was written, or written under another key; it was not loaded",
+                fix="Do not trust this journal. If it is yours, use the key it was written with: "
+                f"the key lives at {_key_hint()}.",
+                **ids,
+            )
+        return body
+
+    def _pickle(self, value: object) -> tuple[bytes | None, str]:
+        if self._key is None:
+            return None, "pickle needs a journal key too (none is set)"
+        if not self._allow_pickle:
+            return None, "pickle is disabled (allow_pickle=False)"
+        buffer = io.BytesIO()
+        try:
+            _Pickler(buffer, protocol=5).dump(value)
+        except Exception as e:  # reducers may raise anything
+            return None, f"pickle failed too ({type(e).__name__}: {e})"
+        return self._sign(buffer.getvalue()), ""
+
+    def _unencodable(self, what: str, f: _Fail, why: str, ids: _Ids) -> UnencodableError:
+        message = f"cannot journal the {what}: {f.path} of type {_tname(type(f.value))} {f.reason}"
+        fix = _FIX_UNENCODABLE
+        if not self._allow_pickle:
+            fix += " Pickle is disabled (allow_pickle=False), so other objects cannot be stored."
+        if self._key is None:
+            fix += " Classes and pickle need a key: pass load_or_create_key(journal_id) to Codec."
+        return UnencodableError(message + (f"; {why}" if why else ""), fix=fix, **ids)
+
+
+def preview(codec: str, data: bytes, limit: int = 2000) -> str:
+    """Human-readable text for stored data, without importing or unpickling anything."""
+    if codec == CODEC_PICKLE:
+        return f"<pickled object, {len(data)} bytes>"
+    if codec not in (CODEC_JSON, CODEC_TAGGED, CODEC_CLASS):
+        return f"<{codec!r} data, {len(data)} bytes>"
+    text = (data[_MAC_LEN:] if codec == CODEC_CLASS else data).decode("utf-8", "replace")
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(data)} bytes)"
+    with contextlib.suppress(ValueError, RecursionError):
+        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        if len(pretty) <= limit:
+            return pretty
+    return text
+
+
+def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
+    """Stable hex digest of call arguments; opaque objects count only by their type's name."""
+    walker = _Walker(lenient=True)
+    try:
+        doc: object = [
+            [walker.walk(a, "") for a in args],
+            {k: walker.walk(kwargs[k], "") for k in sorted(kwargs)},
+        ]
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except Exception:  # never raise: too deep, an int too long for JSON...
+        doc = [[_tname(type(a)) for a in args], {k: _tname(type(kwargs[k])) for k in kwargs}]
+        text = json.dumps(doc, sort_keys=True)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def key_path(journal_id: str) -> pathlib.Path:
+    """Where the key of `journal_id` is kept: $LIL_KEY_DIR, else the XDG config directory."""
+    if journal_id in ("", ".", "..") or any(c in journal_id for c in "/\\\0"):
+        raise ConfigError(
+            f"invalid journal id {journal_id!r} for a key file name",
+            fix="Use a journal id without path separators.",
+        )
+    return _key_dir() / f"{journal_id}.key"
+
+
+def load_or_create_key(journal_id: str) -> bytes:
+    """The journal's HMAC key: $LIL_PICKLE_KEY (hex), else its key file, created if missing."""
+    if env := os.environ.get(KEY_ENV):
+        return _parse_key(env, f"${KEY_ENV}")
+    path = key_path(journal_id)
+    if not path.exists():
+        _create_key(path)
+    for _ in range(100):  # a racing creator without hard links may still be writing it
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+        if len(text) >= 64:
+            break
+        time.sleep(0.01)
+    return _parse_key(text, str(path))
+
+
+def _parse_key(text: str, where: str) -> bytes:
+    try:
+        key = bytes.fromhex(text.strip())
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise ConfigError(
+            f"the journal key in {where} is not at least 16 bytes of hex",
+            fix="Restore the key the journal was written with (64 hex characters).",
+        )
+    return key
+
+
+def _create_key(path: pathlib.Path) -> None:
+    """Create the key file atomically; if another process wins the race, keep its key."""
+    _make_dirs(path.parent)
+    data = secrets.token_bytes(32).hex().encode("ascii")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    _write_new(tmp, data)
+    try:
+        os.link(tmp, path)  # never replaces an existing key
+    except FileExistsError:
+        pass
+    except OSError:  # no hard links on this file system: create the final name exclusively
+        with contextlib.suppress(FileExistsError):
+            _write_new(path, data)
+    finally:
+        os.unlink(tmp)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_new(path: pathlib.Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_dirs(directory: pathlib.Path) -> None:
+    """Create missing directories, each with mode 0700 (existing ones are left alone)."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
