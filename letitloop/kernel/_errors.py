@@ -56,48 +56,72 @@ class LetItLoopError(Exception):
 
 
 class ConfigError(LetItLoopError):
+    """An option, argument or the journal location is invalid."""
+
     title = "invalid configuration"
 
 
 class JournalError(LetItLoopError):
+    """The journal cannot serve the request (unknown run, conflicting write, ...)."""
+
     title = "journal error"
 
 
 class JournalUnavailableError(JournalError):
+    """The owner process could not be started or did not answer."""
+
     title = "journal unavailable"
 
 
 class JournalVersionError(JournalError):
+    """Client and owner (or journal file) are of incompatible versions."""
+
     title = "journal version mismatch"
 
 
 class RunLockedError(LetItLoopError):
+    """Another process is executing this run; only one may at a time."""
+
     title = "run is locked"
 
 
 class NonDeterminismError(LetItLoopError):
+    """Replay met a different step (name, kind or inputs) than the journal holds."""
+
     title = "replay diverged from the journal"
 
 
 class InDoubtError(LetItLoopError):
+    """A side effect's block started but never recorded completion."""
+
     title = "side effect in doubt"
 
 
 class NotInDurableContextError(LetItLoopError):
+    """step() or atomic_marker() was called outside a durable function."""
+
     title = "not inside a durable function"
 
 
 class ReplayedStepError(LetItLoopError):
+    """A journaled step failure, replayed, whose original exception is lost."""
+
     title = "replayed step failure"
 
 
 class CodecError(LetItLoopError):
+    """A value cannot be encoded into, or decoded from, the journal."""
+
     title = "cannot encode or decode a value"
 
 
 class UnencodableError(CodecError):
+    """A value has no safe encoding (nothing is recorded for it)."""
+
     title = "value cannot be journaled"
 
 
 class TamperedDataError(CodecError):
+    """An authenticated blob failed its HMAC check; it is never loaded."""
+
     title = "journal data failed authentication"

@@ -104,11 +104,18 @@ class MemoryJournal:
 
     def _write(self, records: Sequence[Record]) -> None:
         """Check and apply under the store's lock, then notify subscribers (caller holds lock)."""
+        new = []
+        for rec in records:
+            if self.store.state.check(rec, self.session):
+                self.store.state.apply(rec)
+                new.append(rec)
+        self._publish(new)
+
+    def _publish(self, records: Sequence[Record]) -> None:
+        """Keep applied records and push them to subscribers (caller holds the lock)."""
         st = self.store
-        new = [r for r in records if st.state.check(r, self.session)]
         events = []
-        for rec in new:
-            st.state.apply(rec)
+        for rec in records:
             st.records.append(rec)
             events.append(event_info(len(st.records), rec))
         st.cond.notify_all()
@@ -142,8 +149,7 @@ class MemoryJournal:
                     if left <= 0:
                         raise
                     self.store.cond.wait(left)
-            for rec in recs:
-                self.store.records.append(rec)
+            self._publish(recs)
             if wire is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             return run_state(wire)

@@ -269,9 +269,9 @@ class Owner:
                 if op == "resolve"
                 else reset_record(entry, req["by"])
             )
-            self.state.check(rec, conn.session)
-            self.state.apply(rec)
-            batch.append((rec, True))
+            if self.state.check(rec, conn.session):
+                self.state.apply(rec)
+                batch.append((rec, True))
             replies.append((conn, {"ok": True}))
         elif op == "output" and self._inline_output(conn, req, replies):
             return

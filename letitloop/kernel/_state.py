@@ -179,8 +179,9 @@ class JournalState:
             if k == "run":
                 return True
             raise JournalError(f"unknown run {run_id!r}", run_id=run_id)
-        if natural_key(rec) in entry.keys:
-            return False
+        if natural_key(rec) in entry.keys and k != "resolve":
+            return False  # a resend of a record already applied
+        # a resolution is a person's decision: a second one, even the same, says who decided first
         expected = entry.epoch + 1 if k == "reset" else entry.epoch
         if rec["epoch"] != expected:
             raise JournalError(

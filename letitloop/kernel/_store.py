@@ -295,8 +295,9 @@ class Store:
             " r.tries, r.created, r.updated, r.parent, r.error, "
             "(SELECT count(DISTINCT s.position) FROM steps s WHERE s.run_id = r.run_id AND "
             "s.epoch = r.epoch AND s.status = 'completed') AS done, "
-            "(SELECT arg_max(s.name, s.position) FROM steps s WHERE s.run_id = r.run_id AND "
-            "s.epoch = r.epoch AND s.status = 'started') AS current "
+            "CASE WHEN r.status = 'running' THEN (SELECT arg_max(s.name, s.position) FROM steps s "
+            "WHERE s.run_id = r.run_id AND s.epoch = r.epoch AND s.status = 'started' AND "
+            "s.resolution IS NULL) END AS current "
             "FROM runs r WHERE ($status IS NULL OR st = $status) AND "
             "($workflow IS NULL OR r.workflow = $workflow) ORDER BY r.updated DESC LIMIT $limit",
             {"held": held, "status": status, "workflow": workflow, "limit": limit},
@@ -341,7 +342,7 @@ class Store:
             "WHERE seq > ? AND (? IS NULL OR run_id = ?) ORDER BY seq LIMIT ?",
             [after, run_id, run_id, limit],
         ).fetchall()
-        names = "seq run k pos att name ts data".split()
+        names = "seq run k pos att name ts".split()
         return [dict(zip(names, r[:-1], strict=True)) | {"data": json.loads(r[-1])} for r in rows]
 
     def sql(self, query: str, limit: int = 10000) -> dict[str, Any]:

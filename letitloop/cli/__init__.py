@@ -1,0 +1,55 @@
+"""``lil``: inspect and repair letitloop journals from the command line.
+
+    lil runs list                     lil effects list             lil journal status
+    lil runs show RUN                 lil effects resolve ...      lil journal doctor
+    lil runs reset RUN                                             lil journal sql "SELECT ..."
+    lil runs gc --older-than 7d       lil demo
+
+Every command takes ``--journal PATH`` (default: $LIL_JOURNAL, else discovery as in
+``kernel._config``) and most take ``--json``. Library errors print ``error: ...`` and
+``  fix: ...`` on stderr and exit 1. Command modules are imported only when their command runs,
+and the kernel client never imports duckdb, so ``lil --help`` is quick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from letitloop import __version__
+from letitloop.cli._shared import LilGroup, journal_option
+
+__all__ = ["COMMANDS", "lil", "main"]
+
+# name -> (module, attribute, short help shown by `lil --help` without importing the module)
+COMMANDS = {
+    "demo": (
+        "letitloop.cli._demo",
+        "demo_cmd",
+        "Run a durable pipeline for real, SIGKILL it mid-run, resume it, and show what happened.",
+    ),
+    "effects": ("letitloop.cli._effects", "effects", "Find and resolve side effects in doubt."),
+    "journal": ("letitloop.cli._journal", "journal", "The journal file and its owner process."),
+    "runs": ("letitloop.cli._runs", "runs", "List, inspect, reset and garbage-collect runs."),
+}
+
+
+@click.group(cls=LilGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="lil", message="%(prog)s (letitloop) %(version)s")
+@journal_option
+def lil() -> None:
+    """Inspect and repair letitloop journals: runs, side effects in doubt, the journal itself.
+
+    \b
+    Examples:
+        lil runs list --status failed
+        lil effects list
+        lil journal doctor
+        lil demo
+    """
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The ``lil`` console script (and ``python -m letitloop``)."""
+    lil.main(args=list(argv) if argv is not None else None, prog_name="lil")

@@ -1,0 +1,201 @@
+"""``lil journal``: the journal file and its owner process (status, stop, sql; doctor lives in
+``cli._doctor``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from letitloop.cli import _output as out
+from letitloop.cli._doctor import doctor_cmd
+from letitloop.cli._shared import (
+    journal_option,
+    journal_path,
+    json_option,
+    open_cli_journal,
+    owner_answers,
+)
+
+
+@click.group()
+def journal() -> None:
+    """The journal file and its owner process."""
+
+
+journal.add_command(doctor_cmd)
+
+
+def _pid_file(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _file_bytes(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    return path.stat().st_size if path.exists() else 0
+
+
+def _offline(path: Path) -> dict[str, Any]:
+    """What can be said about a journal without its owner (and without starting one)."""
+    from letitloop.kernel._config import JournalPaths
+
+    paths = JournalPaths(path)
+    pid = _pid_file(paths.pid_file)
+    note = "no owner is running"
+    if pid and isinstance(pid.get("pid"), int):
+        alive = _alive(pid["pid"])
+        note += f"; pid file names pid {pid['pid']}, " + (
+            "which is alive but does not answer on the socket" if alive else "which is gone"
+        )
+    return {
+        "journal": str(path),
+        "exists": path.exists(),
+        "db_bytes": _file_bytes(path),
+        "log_bytes": _file_bytes(paths.log_dir),
+        "owner": None,
+        "note": note,
+    }
+
+
+@journal.command("status")
+@json_option
+@journal_option
+def status_cmd(as_json: bool) -> None:
+    """Show the journal's path, its owner and its size. Never starts an owner.
+
+    \b
+    Example:
+        lil journal status --json
+    """
+    from letitloop.kernel._config import JournalPaths
+
+    path = journal_path()
+    if not owner_answers(JournalPaths(path).socket):
+        info = _offline(path)
+        if as_json:
+            out.emit_json(info)
+            return
+        rows: list[tuple[str, Any]] = [
+            ("journal", str(path)),
+            ("owner", out.text(info["note"], "yellow")),
+        ]
+        if info["exists"]:
+            rows.append(
+                ("on disk", f"{out.size(info['db_bytes'])} + log {out.size(info['log_bytes'])}")
+            )
+        else:
+            rows.append(("on disk", "no journal file yet"))
+        rows.append(("hint", "any other lil command (e.g. `lil runs list`) starts the owner"))
+        out.say(out.kv_table(rows))
+        return
+    stats = open_cli_journal().stats()
+    stats["other_clients"] = max(int(stats.get("clients", 1)) - 1, 0)
+    stats["fold_lag_bytes"] = int(stats["log_end"]) - int(stats["folded_lsn"])
+    if as_json:
+        out.emit_json({"journal": str(path), "owner": stats})
+        return
+    lag = stats["fold_lag_bytes"]
+    out.say(
+        out.kv_table(
+            [
+                ("journal", str(path)),
+                ("journal id", str(stats.get("journal_id", "-"))),
+                (
+                    "owner",
+                    f"pid {stats['pid']}, letitloop {stats.get('version')}, up "
+                    f"{out.duration(float(stats.get('uptime_s', 0)))}, "
+                    f"{stats['other_clients']} other client(s)",
+                ),
+                (
+                    "contents",
+                    f"{stats['runs']} runs, {stats['attempts']} attempts, {stats['events']} events",
+                ),
+                ("output bytes", out.size(int(stats["output_bytes"]))),
+                (
+                    "log",
+                    f"end {stats['log_end']}, folded into DuckDB up to {stats['folded_lsn']}"
+                    + (" (all folded)" if lag == 0 else f" ({lag} bytes to fold)"),
+                ),
+                (
+                    "since start",
+                    f"{stats.get('acked', 0)} records acknowledged, {stats.get('fsyncs', 0)} "
+                    f"fsyncs, recovery {stats.get('recovery_ms', '-')} ms",
+                ),
+            ]
+        )
+    )
+
+
+@journal.command("stop")
+@json_option
+@journal_option
+def stop_cmd(as_json: bool) -> None:
+    """Stop the journal's owner (it folds its log, checkpoints DuckDB and exits).
+
+    The next command or workflow call starts a new owner.
+
+    \b
+    Example:
+        lil journal stop
+    """
+    from letitloop.kernel._client import stop_owner
+
+    path = journal_path()
+    pid = stop_owner(path)
+    if as_json:
+        out.emit_json({"journal": str(path), "stopped": pid is not None, "pid": pid})
+    elif pid is None:
+        out.say(f"no owner was running for {path}")
+    else:
+        out.say(f"stopped owner pid {pid} of {path}")
+
+
+@journal.command("sql")
+@click.argument("query")
+@json_option
+@journal_option
+def sql_cmd(query: str, as_json: bool) -> None:
+    """Run one read-only SELECT against the journal's tables, through its owner.
+
+    Tables: runs, steps, events (see `letitloop/kernel/_store.py`).
+
+    \b
+    Example:
+        lil journal sql "SELECT status, count(*) FROM runs GROUP BY 1"
+    """
+    result = open_cli_journal().sql(query)
+    if as_json:
+        out.emit_json(result)
+        return
+    table = out.make_table(*[str(c) for c in result["columns"]])
+    for row in result["rows"]:
+        table.add_row(*[out.text(_cell(v)) for v in row])
+    out.say(table)
+    n = len(result["rows"])
+    out.say(out.text(f"({n} row{'s' if n != 1 else ''})", "dim"))
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return out.one_line(value, 80)

@@ -1,0 +1,195 @@
+"""Output for people (rich tables, plain when stdout is not a terminal) and for scripts (JSON).
+
+rich is imported on first use, not when the CLI starts.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+STATUS_STYLE = {
+    "completed": "green",
+    "failed": "red",
+    "running": "cyan",
+    "interrupted": "yellow",
+    "reset": "magenta",
+    "started": "yellow",
+}
+
+
+@lru_cache(maxsize=2)
+def _console_for(tty: bool) -> Console:
+    from rich.console import Console
+
+    # Not a terminal: no colour, and wide enough that run ids are never cut or wrapped.
+    return Console(highlight=False, emoji=False, width=None if tty else 240, soft_wrap=not tty)
+
+
+def console() -> Console:
+    """The console for stdout (rich writes to whatever ``sys.stdout`` is at print time)."""
+    return _console_for(is_tty())
+
+
+def is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def say(*parts: Any, style: str | None = None, sep: str = " ") -> None:
+    """Print rich renderables or markup text to stdout (plain, right-trimmed when piped)."""
+    con = console()
+    if is_tty():
+        con.print(*parts, style=style, sep=sep)
+        return
+    with con.capture() as captured:
+        con.print(*parts, style=style, sep=sep)
+    lines = captured.get().splitlines()
+    click.echo("\n".join(line.rstrip() for line in lines))
+
+
+def text(value: object, style: str | None = None) -> Any:
+    """User content as a rich Text (never parsed as markup)."""
+    from rich.text import Text
+
+    return Text("" if value is None else str(value), style=style or "")
+
+
+def status_text(status: str | None) -> Any:
+    return text(status or "-", STATUS_STYLE.get(status or "", ""))
+
+
+def make_table(
+    *columns: str,
+    title: str | None = None,
+    right: Iterable[str] = (),
+    keep: Iterable[str] = ("run id", "workflow", "name", "marker", "status", "updated", "since"),
+) -> Table:
+    """A table with these column headers; columns named in ``right`` are right-aligned, those
+    in ``keep`` are never wrapped (the others give way on a narrow terminal)."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD if is_tty() else None,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=is_tty(),
+        title_justify="left",
+        header_style="bold",
+    )
+    right, keep = set(right), set(keep)
+    for name in columns:
+        table.add_column(
+            name,
+            justify="right" if name in right else "left",
+            overflow="fold",
+            no_wrap=name in keep,
+        )
+    return table
+
+
+def emit_json(obj: Any) -> None:
+    """JSON on stdout: dataclasses become objects, bytes become base64 strings."""
+    click.echo(json.dumps(obj, indent=2, default=_json_default, ensure_ascii=False))
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    """A timestamp as people say it: ``just now``, ``42s ago``, ``5m ago``, ``2d ago``."""
+    if not ts:
+        return "-"
+    delta = (now or time.time()) - ts
+    if delta < 0:
+        return "in the future"
+    if delta < 1:
+        return "just now"
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if delta >= size:
+            return f"{int(delta // size)}{unit} ago"
+    return f"{int(delta)}s ago"
+
+
+def stamp(ts: float | None) -> str:
+    """An absolute local time with its relative form: ``2025-01-31 12:00:03 (5m ago)``."""
+    if not ts:
+        return "-"
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(ts))} ({ago(ts)})"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2f} s"
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"  # pragma: no cover
+
+
+def size(n: int | None) -> str:
+    if not n:
+        return "0 B" if n == 0 else "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def one_line(value: object, limit: int = 60) -> str:
+    """Whitespace collapsed and cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(value).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def error_line(error: dict[str, Any] | None) -> str:
+    """``Type: message`` of a journaled error, with the module prefix of builtins dropped."""
+    if not error:
+        return ""
+    kind = str(error.get("type") or "Error").removeprefix("builtins.")
+    return f"{kind}: {error.get('message', '')}"
+
+
+def kv_table(rows: Sequence[tuple[str, Any]]) -> Table:
+    """Aligned ``key  value`` lines (values may be rich renderables)."""
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value if not isinstance(value, str) else text(value))
+    return table
+
+
+def check_mark(ok: bool) -> Any:
+    return text("✓", "green") if ok else text("✗", "bold red")
+
+
+def stderr_write(message: str) -> None:
+    sys.stderr.write(message + "\n")

@@ -1,0 +1,279 @@
+"""``lil runs``: list, show, reset and garbage-collect runs."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from letitloop.cli import _output as out
+from letitloop.cli._shared import HUGE, Duration, journal_option, json_option, open_cli_journal, who
+
+if TYPE_CHECKING:
+    from letitloop.kernel._contract import AttemptInfo, RunDetail, RunInfo
+
+STATUSES = ("running", "interrupted", "completed", "failed", "reset")
+GC_STATUSES = ("completed", "failed", "reset", "interrupted")
+
+
+@click.group()
+def runs() -> None:
+    """List, inspect, reset and garbage-collect runs."""
+
+
+@runs.command("list")
+@click.option("--status", type=click.Choice(STATUSES), help="Only runs with this status.")
+@click.option("--workflow", metavar="NAME", help="Only runs of this workflow (module.qualname).")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@json_option
+@journal_option
+def list_cmd(status: str | None, workflow: str | None, limit: int, as_json: bool) -> None:
+    """List runs, most recently updated first.
+
+    \b
+    Example:
+        lil runs list --status interrupted --limit 20
+    """
+    infos = open_cli_journal().list_runs(status=status, workflow=workflow, limit=limit)
+    if as_json:
+        out.emit_json(infos)
+        return
+    if not infos:
+        out.say("no runs" + (" match" if status or workflow else " in this journal yet"))
+        return
+    out.say(runs_table(infos))
+
+
+def runs_table(infos: list[RunInfo]) -> Any:
+    table = out.make_table(
+        "run id",
+        "workflow",
+        "status",
+        "steps done",
+        "current step",
+        "holder",
+        "updated",
+        right=("steps done",),
+    )
+    for r in infos:
+        table.add_row(
+            out.text(r.run_id),
+            out.text(r.workflow),
+            out.status_text(r.status),
+            str(r.steps_done),
+            out.text(r.current_step or "-"),
+            out.text(r.holder or "-"),
+            out.ago(r.updated),
+        )
+    return table
+
+
+@runs.command("show")
+@click.argument("run")
+@click.option("--traceback", "with_traceback", is_flag=True, help="Print the run's traceback.")
+@json_option
+@journal_option
+def show_cmd(run: str, with_traceback: bool, as_json: bool) -> None:
+    """Show one run: its header, every attempt of every step, and its result.
+
+    RUN is a run id, its key, or an unambiguous prefix or suffix of one.
+
+    \b
+    Example:
+        lil runs show pipeline.main:customer-42
+    """
+    journal = open_cli_journal()
+    detail = journal.get_run(journal.find_run(run))
+    if as_json:
+        out.emit_json(detail_json(detail))
+        return
+    show_detail(detail, with_traceback)
+
+
+def result_preview(detail: RunDetail) -> str | None:
+    from letitloop.kernel._codec import preview
+
+    return preview(*detail.result) if detail.result else None
+
+
+def detail_json(detail: RunDetail) -> dict[str, Any]:
+    result = None
+    if detail.result:
+        result = {"codec": detail.result[0], "preview": result_preview(detail)}
+    return {"run": detail.run, "attempts": detail.attempts, "result": result}
+
+
+def show_detail(detail: RunDetail, with_traceback: bool = False) -> None:
+    r = detail.run
+    rows: list[tuple[str, Any]] = [
+        ("run", out.text(r.run_id, "bold")),
+        ("workflow", r.workflow),
+        ("status", out.status_text(r.status)),
+        ("attempts", f"{r.attempt} (epoch {r.epoch})"),
+        ("steps done", str(r.steps_done)),
+        ("created", out.stamp(r.created)),
+        ("updated", out.stamp(r.updated)),
+    ]
+    if r.current_step:
+        rows.append(("current step", r.current_step))
+    if r.holder:
+        rows.append(("held by", r.holder))
+    if r.parent:
+        rows.append(("parent run", r.parent))
+    if r.error:
+        rows.append(("error", out.text(out.error_line(r.error), "red")))
+        if r.error.get("fix"):
+            rows.append(("fix", r.error["fix"]))
+    out.say(out.kv_table(rows))
+    if with_traceback and r.error and r.error.get("traceback"):
+        out.say("")
+        out.say(out.text(r.error["traceback"].rstrip()))
+    out.say("")
+    if detail.attempts:
+        out.say(attempts_table(detail.attempts))
+    else:
+        out.say("no steps journaled in this epoch yet")
+    result = result_preview(detail)
+    if result is not None:
+        out.say(out.text("result:", "bold"), out.text(result))
+
+
+def attempts_table(attempts: list[AttemptInfo]) -> Any:
+    table = out.make_table(
+        "pos",
+        "try",
+        "kind",
+        "name",
+        "status",
+        "ms",
+        "size",
+        "preview / error",
+        right=("pos", "try", "ms", "size"),
+    )
+    for a in attempts:
+        ms = f"{(a.ended - a.started) * 1000:.1f}" if a.started and a.ended else "-"
+        if a.status == "failed":
+            detail = out.text(out.one_line(out.error_line(a.error), 80), "red")
+        elif a.kind == "marker" and a.status != "completed":
+            detail = out.text(marker_note(a), "yellow")
+        else:
+            detail = out.text(out.one_line(a.preview, 60) if a.preview is not None else "-")
+        if a.kind == "marker" and a.resolution and a.status == "failed":
+            detail.append(f" (resolved {a.resolution} by {a.resolved_by})", "yellow")
+        table.add_row(
+            str(a.position),
+            str(a.attempt),
+            a.kind,
+            out.text(a.name),
+            out.status_text(a.status),
+            ms,
+            out.size(a.size) if a.status == "completed" else "-",
+            detail,
+        )
+    return table
+
+
+def marker_note(a: AttemptInfo) -> str:
+    if a.resolution:
+        return f"resolved {a.resolution} by {a.resolved_by}"
+    return "in doubt: the block started but never completed"
+
+
+@runs.command("reset")
+@click.argument("run")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--by", metavar="NAME", help="Who resets it (default: user@host).")
+@json_option
+@journal_option
+def reset_cmd(run: str, yes: bool, by: str | None, as_json: bool) -> None:
+    """Start a run over: the next call executes every step again.
+
+    The journaled attempts stay in the journal's history (a new epoch begins).
+
+    \b
+    Example:
+        lil runs reset pipeline.main:customer-42 --yes
+    """
+    journal = open_cli_journal()
+    run_id = journal.find_run(run)
+    before = journal.get_run(run_id).run
+    if not yes:
+        click.confirm(
+            f"Reset {run_id} ({before.status}, {before.steps_done} steps done)? The next call "
+            "runs every step again",
+            abort=True,
+            err=True,
+        )
+    journal.reset_run(run_id, by or who())
+    after = journal.get_run(run_id).run
+    if as_json:
+        out.emit_json({"run_id": run_id, "reset": True, "was": before, "now": after})
+        return
+    out.say(
+        out.text(f"reset {run_id}", "bold"),
+        out.text(
+            f"was {before.status} with {before.steps_done} steps done (epoch {before.epoch}); now "
+            f"{after.status} in epoch {after.epoch}: the next call of {after.workflow} with the "
+            "same arguments runs every step again"
+        ),
+    )
+
+
+@runs.command("gc")
+@click.option(
+    "--older-than",
+    type=Duration(),
+    default="7d",
+    show_default=True,
+    help="Delete runs last updated longer ago than this (30m, 12h, 7d, 2w).",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(GC_STATUSES),
+    default=("completed",),
+    show_default=True,
+    help="Statuses to delete; repeat for several.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@journal_option
+def gc_cmd(older_than: float, statuses: tuple[str, ...], yes: bool, as_json: bool) -> None:
+    """Delete old runs with all their steps and events. Runs being executed are never deleted.
+
+    \b
+    Example:
+        lil runs gc --older-than 30d --status completed --status failed --yes
+    """
+    journal = open_cli_journal()
+    cutoff = time.time() - older_than
+    doomed = [
+        r.run_id
+        for status in dict.fromkeys(statuses)
+        for r in journal.list_runs(status=status, limit=HUGE)
+        if r.updated < cutoff
+    ]
+    deleted = 0
+    if doomed:
+        if not yes:
+            click.confirm(
+                f"Delete {len(doomed)} run(s) ({', '.join(statuses)}) not updated for "
+                f"{out.duration(older_than)}?",
+                abort=True,
+                err=True,
+            )
+        stored = tuple(dict.fromkeys("running" if s == "interrupted" else s for s in statuses))
+        deleted = journal.gc(older_than=cutoff, statuses=stored)
+    if as_json:
+        out.emit_json(
+            {"deleted": deleted, "older_than": cutoff, "statuses": list(statuses), "runs": doomed}
+        )
+        return
+    if not doomed:
+        out.say(
+            f"nothing to delete: no {'/'.join(statuses)} run older than {out.duration(older_than)}"
+        )
+        return
+    out.say(f"deleted {deleted} run(s) not updated for {out.duration(older_than)}")

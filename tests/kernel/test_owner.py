@@ -1,0 +1,180 @@
+"""The owner process: election, recovery from its log, lazy big outputs, SQL, idle exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from letitloop import durable, step
+from letitloop.kernel._client import OwnerJournal, open_journal, stop_owner
+from letitloop.kernel._config import JournalPaths
+from letitloop.kernel._errors import ConfigError, JournalError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _owner_pid(path: Path) -> int:
+    return int(json.loads(JournalPaths(path).pid_file.read_text())["pid"])
+
+
+def _alive(pid: int) -> bool:
+    """True while the process runs (owners this test process started are reaped first)."""
+    from letitloop.kernel._client import _reap
+
+    _reap()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_owner_starts_on_demand_and_clients_never_import_duckdb(journal_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from letitloop import durable, step\n"
+        f"@durable(journal={str(journal_path)!r})\n"
+        "def f(x):\n    return step('s', lambda v: v + 1, x)\n"
+        "print(f(1), 'duckdb' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.split() == ["2", "False"]
+    assert _alive(_owner_pid(journal_path))
+
+
+def test_killed_owner_recovers_every_acknowledged_record(journal_path: Path) -> None:
+    journal = open_journal(journal_path)
+
+    @durable(journal=journal, run_id="big")
+    def flow(n: int) -> int:
+        return sum(step(f"s{i}", lambda i=i: i) for i in range(n))
+
+    assert flow(300) == sum(range(300))
+    pid = _owner_pid(journal_path)
+    os.kill(pid, signal.SIGKILL)  # very likely before the 20 ms fold of the last records
+    while _alive(pid):
+        time.sleep(0.01)
+    detail = journal.get_run(journal.find_run("big"))  # reconnects, starts a new owner
+    assert detail.run.status == "completed" and detail.run.steps_done == 300
+    assert _owner_pid(journal_path) != pid
+
+
+def test_torn_log_tail_is_cut_and_never_applied(journal_path: Path) -> None:
+    journal = open_journal(journal_path)
+
+    @durable(journal=journal, run_id="t")
+    def flow() -> int:
+        return step("one", lambda: 1)
+
+    assert flow() == 1
+    pid = _owner_pid(journal_path)
+    os.kill(pid, signal.SIGKILL)
+    while _alive(pid):
+        time.sleep(0.01)
+    log_dir = JournalPaths(journal_path).log_dir
+    last = sorted(log_dir.glob("*.wal"))[-1]
+    with open(last, "ab") as f:
+        f.write(b"\x40\x00\x00\x00garbage-that-is-not-a-frame")
+    journal = OwnerJournal(journal_path)
+    assert journal.stats()["torn_tails_cut"] == 1
+    assert journal.get_run(journal.find_run("t")).run.status == "completed"
+
+
+def test_big_outputs_are_fetched_lazily_after_restart(journal_path: Path) -> None:
+    big = "x" * 300_000
+    state = {"fail": True}
+
+    @durable(journal=journal_path, run_id="big-out")
+    def flow() -> int:
+        out = step("big", lambda: big)
+        if state["fail"]:
+            raise RuntimeError("stop")
+        return len(out)
+
+    with pytest.raises(RuntimeError):
+        flow()
+    stop_owner(journal_path)
+    state["fail"] = False
+    assert flow() == 300_000
+
+
+def test_sql_is_read_only(journal_path: Path) -> None:
+    journal = open_journal(journal_path)
+
+    @durable(journal=journal, run_id="q")
+    def flow() -> int:
+        return step("one", lambda: 1)
+
+    flow()
+    result = journal.sql("SELECT status, count(*) AS n FROM runs GROUP BY status")
+    assert result == {"columns": ["status", "n"], "rows": [["completed", 1]]}
+    for bad in ("DELETE FROM runs", "SELECT 1; DROP TABLE runs", "CREATE TABLE x(a INT)"):
+        with pytest.raises(ConfigError, match="single SELECT"):
+            journal.sql(bad)
+    assert journal.sql("SELECT count(*) FROM runs")["rows"] == [[1]]
+
+
+def test_stopped_owner_leaves_a_clean_duckdb_file(journal_path: Path) -> None:
+    @durable(journal=journal_path, run_id="clean")
+    def flow() -> int:
+        return step("one", lambda: 1)
+
+    flow()
+    assert stop_owner(journal_path) is not None
+    paths = JournalPaths(journal_path)
+    assert not paths.socket.exists() and not paths.pid_file.exists()
+    con = duckdb.connect(str(journal_path), read_only=True)
+    assert con.execute("SELECT status FROM runs").fetchall() == [("completed",)]
+    con.close()
+
+
+def test_idle_owner_exits_by_itself(journal_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIL_OWNER_IDLE", "0.5")
+    journal = OwnerJournal(journal_path)
+    pid = journal.owner_pid
+    journal.close()
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+    assert not JournalPaths(journal_path).socket.exists()
+
+
+def test_direct_duckdb_open_is_refused_while_the_owner_runs(journal_path: Path) -> None:
+    open_journal(journal_path).list_runs()
+    with pytest.raises(duckdb.IOException, match="lock"):
+        duckdb.connect(str(journal_path), read_only=True)
+
+
+def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) -> None:
+    open_journal(journal_path).list_runs()
+    pid = _owner_pid(journal_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "letitloop.kernel._owner", "--journal", str(journal_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=30,
+    )
+    assert out.returncode == 0 and "another owner" in out.stdout
+    assert _owner_pid(journal_path) == pid
+
+
+def test_unknown_run_is_a_clear_error(journal_path: Path) -> None:
+    with pytest.raises(JournalError, match="no run matches"):
+        open_journal(journal_path).find_run("nope")
