@@ -1,0 +1,451 @@
+"""The ``lil`` CLI against real journals, populated by running real durable workflows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import cli_workflows as wf
+import pytest
+from click.testing import CliRunner, Result
+
+from letitloop.cli import COMMANDS, lil
+from letitloop.cli._doctor import check_filesystem, mount_for
+from letitloop.cli._shared import parse_duration
+from letitloop.kernel._client import open_journal
+from letitloop.kernel._config import JournalPaths
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def _no_env_journal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LIL_JOURNAL", raising=False)
+
+
+def lil_run(journal: Path | None, *args: str, input: str | None = None) -> Result:
+    """Invoke ``lil [--journal J] args...`` in-process."""
+    argv = (["--journal", str(journal)] if journal is not None else []) + list(args)
+    return CliRunner().invoke(lil, argv, input=input)
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def as_json(result: Result) -> Any:
+    return json.loads(ok(result))
+
+
+def clean_failure(result: Result, *phrases: str) -> str:
+    """Exit 1 with ``error: ...`` on stderr and no traceback anywhere."""
+    assert result.exit_code == 1, (result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert result.stderr.startswith("error: "), result.stderr
+    for phrase in phrases:
+        assert phrase in result.stderr, result.stderr
+    return result.stderr
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
+    env.pop("LIL_JOURNAL", None)
+    env.update(extra)
+    return env
+
+
+def exited(pid: int) -> bool:
+    """True once the process is gone or a zombie (the owner may be this test's child)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def in_doubt_run(journal: Path, sent: Path) -> None:
+    """Run the notifier in a subprocess that SIGKILLs itself inside the marker block."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "cli_workflows.py"), str(journal), str(sent)],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr
+    assert sent.read_text().count("email") == 1
+    deadline = time.monotonic() + 10  # the owner notices the dead process's closed socket
+    while open_journal(journal).get_run(wf.NOTIFY_RUN).run.status != "interrupted":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+# -- the entry points -------------------------------------------------------------------------
+
+
+def test_help_runs_as_a_module_and_does_not_import_duckdb() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "letitloop", "--help"],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in ("runs", "effects", "journal", "demo", "--journal"):
+        assert name in proc.stdout
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+    assert "duckdb" not in imported
+    assert "letitloop.cli._runs" not in imported  # command modules load only when used
+
+
+def test_lazy_command_help_matches_the_commands() -> None:
+    for name, (_, _, short) in COMMANDS.items():
+        command = lil.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None
+        assert (command.help or "").split("\n")[0].strip() == short
+
+
+def test_subprocess_honors_lil_journal(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [])()
+    proc = subprocess.run(
+        [sys.executable, "-m", "letitloop", "runs", "list", "--json"],
+        env=subprocess_env(LIL_JOURNAL=str(journal_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)
+    assert [(r["run_id"], r["status"]) for r in runs] == [("tests.pipeline:p1", "completed")]
+
+
+# -- runs -------------------------------------------------------------------------------------
+
+
+def test_runs_list_table_and_json(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [])()
+    with pytest.raises(ZeroDivisionError):
+        wf.failing(journal_path)()
+    table = ok(lil_run(journal_path, "runs", "list"))
+    header = table.splitlines()[0].split()
+    assert header[:3] == ["run", "id", "workflow"] and "updated" in header
+    lines = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
+    assert lines["tests.pipeline:p1"][1:4] == ["tests.pipeline", "completed", "3"]
+    assert lines["tests.failing:f1"][1:4] == ["tests.failing", "failed", "1"]
+    assert "ago" in lines["tests.pipeline:p1"][-2:] or "now" in lines["tests.pipeline:p1"][-1]
+
+    runs = as_json(lil_run(journal_path, "runs", "list", "--json"))
+    by_id = {r["run_id"]: r for r in runs}
+    assert by_id["tests.pipeline:p1"]["steps_done"] == 3
+    assert by_id["tests.failing:f1"]["error"]["message"] == "division by zero"
+
+    failed = as_json(lil_run(journal_path, "runs", "list", "--status", "failed", "--json"))
+    assert [r["run_id"] for r in failed] == ["tests.failing:f1"]
+    one = as_json(
+        lil_run(None, "runs", "list", "--limit", "1", "--json", "--journal", str(journal_path))
+    )
+    assert len(one) == 1
+    by_wf = as_json(lil_run(journal_path, "runs", "list", "--workflow", "tests.pipeline", "--json"))
+    assert [r["run_id"] for r in by_wf] == ["tests.pipeline:p1"]
+
+
+def test_runs_show_table_and_json(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [])()
+    text = ok(lil_run(journal_path, "runs", "show", "p1"))  # the key is enough
+    assert "tests.pipeline:p1" in text and "completed" in text
+    rows = [line.split() for line in text.splitlines() if line.split()[:1] in (["0"], ["1"], ["2"])]
+    assert [r[3] for r in rows] == ["fetch", "transform", "store"]
+    assert all(r[4] == "completed" for r in rows)
+    assert '"label": "transform"' in text or '"transform"' in text  # the output preview
+    assert "result:" in text and "10" in text and "30" in text
+
+    data = as_json(lil_run(journal_path, "runs", "show", "tests.pipeline:p1", "--json"))
+    assert data["run"]["status"] == "completed"
+    assert [a["name"] for a in data["attempts"]] == ["fetch", "transform", "store"]
+    assert json.loads(data["attempts"][2]["preview"]) == {"label": "store", "value": 30}
+    assert json.loads(data["result"]["preview"]) == [10, 20, 30]
+
+
+def test_runs_show_failed_run_shows_the_error(journal_path: Path) -> None:
+    with pytest.raises(ZeroDivisionError):
+        wf.failing(journal_path)()
+    text = ok(lil_run(journal_path, "runs", "show", "tests.failing:f1"))
+    assert "failed" in text
+    assert "error" in text and "ZeroDivisionError: division by zero" in text
+    divide = next(line for line in text.splitlines() if " divide " in line)
+    assert "failed" in divide and "ZeroDivisionError" in divide
+    traceback = ok(lil_run(journal_path, "runs", "show", "f1", "--traceback"))
+    assert "Traceback (most recent call last)" in traceback
+    data = as_json(lil_run(journal_path, "runs", "show", "f1", "--json"))
+    assert data["run"]["error"]["type"].endswith("ZeroDivisionError")
+    assert data["attempts"][1]["error"]["message"] == "division by zero"
+    assert data["result"] is None
+
+
+def test_unknown_run_is_a_clean_error(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [])()
+    clean_failure(lil_run(journal_path, "runs", "show", "nope"), "no run matches 'nope'", "fix:")
+
+
+def test_reset_then_rerun_executes_again(journal_path: Path) -> None:
+    calls: list[str] = []
+    run = wf.pipeline(journal_path, calls)
+    assert run() == [10, 20, 30]
+    assert run() == [10, 20, 30]
+    assert calls == ["fetch", "transform", "store"]  # the second call replayed
+
+    refused = lil_run(journal_path, "runs", "reset", "p1", input="n\n")
+    assert refused.exit_code == 1 and "Aborted" in refused.output
+    assert run() == [10, 20, 30] and len(calls) == 3  # still completed: nothing was reset
+
+    text = ok(lil_run(journal_path, "runs", "reset", "p1", "--yes"))
+    assert "reset tests.pipeline:p1" in text and "runs every step again" in text
+    status = as_json(lil_run(journal_path, "runs", "list", "--json"))[0]["status"]
+    assert status == "reset"
+    assert run() == [10, 20, 30]
+    assert calls == ["fetch", "transform", "store"] * 2
+
+    data = as_json(lil_run(journal_path, "runs", "reset", "p1", "--yes", "--json"))
+    assert data["was"]["status"] == "completed" and data["now"]["epoch"] == 2
+
+
+def test_gc_deletes_old_completed_runs_only(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [], key="old")()
+    with pytest.raises(ZeroDivisionError):
+        wf.failing(journal_path)()
+    time.sleep(1.5)
+    wf.pipeline(journal_path, [], key="new")()
+
+    text = ok(lil_run(journal_path, "runs", "gc", "--older-than", "1s", "--yes"))
+    assert "deleted 1 run" in text
+    left = {r["run_id"] for r in as_json(lil_run(journal_path, "runs", "list", "--json"))}
+    assert left == {"tests.pipeline:new", "tests.failing:f1"}
+    assert "nothing to delete" in ok(lil_run(journal_path, "runs", "gc", "--yes"))  # 7d default
+
+    data = as_json(
+        lil_run(
+            journal_path,
+            "runs",
+            "gc",
+            "--older-than",
+            "1s",
+            "--status",
+            "failed",
+            "--json",
+            "--yes",
+        )
+    )
+    assert data == {**data, "deleted": 1, "runs": ["tests.failing:f1"], "statuses": ["failed"]}
+    left = {r["run_id"] for r in as_json(lil_run(journal_path, "runs", "list", "--json"))}
+    assert left == {"tests.pipeline:new"}
+
+
+def test_durations() -> None:
+    assert parse_duration("30m") == 1800
+    assert parse_duration("12h") == 12 * 3600
+    assert parse_duration("7d") == 7 * 86400
+    assert parse_duration("1.5s") == 1.5
+    assert parse_duration("90") == 90
+    with pytest.raises(ValueError):
+        parse_duration("soon")
+    bad = lil_run(None, "runs", "gc", "--older-than", "soon")
+    assert bad.exit_code == 2 and "not a duration" in bad.output
+
+
+# -- effects ----------------------------------------------------------------------------------
+
+
+def test_effects_list_shows_the_marker_in_doubt(journal_path: Path, tmp_path: Path) -> None:
+    wf.pipeline(journal_path, [])()  # a completed run has nothing in doubt
+    assert "no side effect in doubt" in ok(lil_run(journal_path, "effects", "list"))
+    sent = tmp_path / "sent.txt"
+    in_doubt_run(journal_path, sent)
+
+    text = ok(lil_run(journal_path, "effects", "list"))
+    row = next(line.split() for line in text.splitlines() if line.startswith(wf.NOTIFY_RUN))
+    assert row[1:5] == ["1", "send_email", "1", "started"]
+    assert "stopped inside the block" in text
+    assert f"lil effects resolve {wf.NOTIFY_RUN} send_email --done" in text
+
+    (item,) = as_json(lil_run(journal_path, "effects", "list", "order-1", "--json"))
+    assert item["run_id"] == wf.NOTIFY_RUN and item["marker"] == "send_email"
+    assert item["position"] == 1 and item["status"] == "started"
+    assert item["resolve"]["redo"] == f"lil effects resolve {wf.NOTIFY_RUN} send_email --redo"
+    assert as_json(lil_run(journal_path, "effects", "list", "p1", "--json")) == []
+
+
+def test_resolve_done_lets_the_run_continue_without_rerunning(
+    journal_path: Path, tmp_path: Path
+) -> None:
+    sent = tmp_path / "sent.txt"
+    in_doubt_run(journal_path, sent)
+    from letitloop import InDoubtError
+
+    with pytest.raises(InDoubtError):  # unresolved, the run refuses to guess
+        wf.notifier(journal_path, sent)()
+
+    text = ok(
+        lil_run(
+            journal_path, "effects", "resolve", "order-1", "send_email", "--done", "--by", "alice"
+        )
+    )
+    assert "'send_email' (position 1)" in text and "as done" in text and "by alice" in text
+    assert "no side effect in doubt" in ok(lil_run(journal_path, "effects", "list"))
+    assert wf.notifier(journal_path, sent)() == 42
+    assert sent.read_text().count("email") == 1  # the block was not run again
+    detail = as_json(lil_run(journal_path, "runs", "show", "order-1", "--json"))
+    assert detail["run"]["status"] == "completed"
+    marker = detail["attempts"][1]
+    assert (marker["resolution"], marker["resolved_by"]) == ("done", "alice")
+
+    again = lil_run(journal_path, "effects", "resolve", "order-1", "send_email", "--redo")
+    clean_failure(again, "already resolved as 'done' by alice")
+
+
+def test_resolve_redo_by_position_runs_the_block_again(journal_path: Path, tmp_path: Path) -> None:
+    sent = tmp_path / "sent.txt"
+    in_doubt_run(journal_path, sent)
+    data = as_json(
+        lil_run(journal_path, "effects", "resolve", wf.NOTIFY_RUN, "1", "--redo", "--json")
+    )
+    assert data["marker"] == "send_email" and data["resolution"] == "redo"
+    assert wf.notifier(journal_path, sent)() == 42
+    assert sent.read_text().count("email") == 2
+
+
+def test_resolve_needs_a_decision_and_an_existing_marker(
+    journal_path: Path, tmp_path: Path
+) -> None:
+    in_doubt_run(journal_path, tmp_path / "sent.txt")
+    missing = lil_run(journal_path, "effects", "resolve", "order-1", "send_email")
+    assert missing.exit_code == 2 and "--done" in missing.output
+    clean_failure(
+        lil_run(journal_path, "effects", "resolve", "order-1", "nope", "--done"), "no marker"
+    )
+
+
+def test_resolving_twice_the_same_way_is_an_error(journal_path: Path, tmp_path: Path) -> None:
+    in_doubt_run(journal_path, tmp_path / "sent.txt")
+    ok(lil_run(journal_path, "effects", "resolve", "order-1", "send_email", "--done"))
+    again = lil_run(journal_path, "effects", "resolve", "order-1", "send_email", "--done")
+    clean_failure(again, "already resolved")
+
+
+# -- journal ----------------------------------------------------------------------------------
+
+
+def test_journal_status_without_owner_does_not_start_one(journal_path: Path) -> None:
+    text = ok(lil_run(journal_path, "journal", "status"))
+    assert str(journal_path) in text and "no owner is running" in text
+    data = as_json(lil_run(journal_path, "journal", "status", "--json"))
+    assert data["owner"] is None and data["exists"] is False
+    paths = JournalPaths(journal_path)
+    assert not paths.socket.exists() and not paths.pid_file.exists()
+
+
+def test_journal_status_stop_and_status_again(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [])()
+    pid = open_journal(journal_path).owner_pid
+    text = ok(lil_run(journal_path, "journal", "status"))
+    assert f"pid {pid}" in text and "1 runs, 3 attempts" in text and "log" in text
+    data = as_json(lil_run(journal_path, "journal", "status", "--json"))
+    owner = data["owner"]
+    assert owner["pid"] == pid and owner["runs"] == 1 and owner["attempts"] == 3
+    assert owner["events"] > 0 and owner["output_bytes"] > 0
+    assert owner["log_end"] >= owner["folded_lsn"]
+
+    assert f"stopped owner pid {pid}" in ok(lil_run(journal_path, "journal", "stop"))
+    deadline = time.monotonic() + 10
+    while not exited(pid):
+        assert time.monotonic() < deadline, f"owner pid {pid} still runs"
+        time.sleep(0.02)
+    assert "no owner is running" in ok(lil_run(journal_path, "journal", "status"))
+    assert as_json(lil_run(journal_path, "journal", "stop", "--json"))["stopped"] is False
+
+
+def test_journal_sql(journal_path: Path) -> None:
+    wf.pipeline(journal_path, [])()
+    with pytest.raises(ZeroDivisionError):
+        wf.failing(journal_path)()
+    query = "SELECT run_id, status FROM runs ORDER BY run_id"
+    text = ok(lil_run(journal_path, "journal", "sql", query))
+    assert "tests.failing:f1" in text and "(2 rows)" in text
+    data = as_json(lil_run(journal_path, "journal", "sql", query, "--json"))
+    assert data == {
+        "columns": ["run_id", "status"],
+        "rows": [["tests.failing:f1", "failed"], ["tests.pipeline:p1", "completed"]],
+    }
+    refused = lil_run(journal_path, "journal", "sql", "DELETE FROM runs")
+    clean_failure(refused, "only a single SELECT", "fix:")
+    assert len(as_json(lil_run(journal_path, "journal", "sql", query, "--json"))["rows"]) == 2
+
+
+def test_doctor_passes_on_a_tmp_journal(journal_path: Path) -> None:
+    text = ok(lil_run(journal_path, "journal", "doctor"))
+    checks = [line for line in text.splitlines() if line[:1] in "✓✗"]
+    assert len(checks) == 7 and all(line.startswith("✓") for line in checks)
+    assert "chosen by the --journal option" in text and "all checks passed" in text
+    data = as_json(lil_run(journal_path, "journal", "doctor", "--json"))
+    assert data["ok"] is True
+    assert [c["name"] for c in data["checks"]] == [
+        "journal path",
+        "directory writable",
+        "local file system",
+        "owner answers",
+        "protocol version",
+        "log segments",
+        "key directory",
+    ]
+
+
+def test_doctor_fails_with_a_fix(tmp_path: Path) -> None:
+    result = lil_run(None, "journal", "doctor", "--journal", "postgres://db/journal")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "✗ journal path" in result.stdout and "fix:" in result.stdout
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"/dev/vda / ext4 rw 0 0\nsrv:/export {tmp_path} nfs4 rw 0 0\n")
+    assert mount_for(tmp_path / "x", str(mounts)) == (str(tmp_path), "nfs4")
+    check = check_filesystem(tmp_path, str(mounts))
+    assert not check.ok and check.fix and "network" in check.detail
+
+
+# -- demo -------------------------------------------------------------------------------------
+
+
+def test_demo_passes_end_to_end(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "letitloop", "demo", "--dir", str(tmp_path / "demo")],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "zero duplicated side effects" in proc.stdout
+    assert "notifications sent           1" in proc.stdout
+    log = (tmp_path / "demo" / "side_effects.log").read_text().split("\n")
+    names = [line.split()[0] for line in log if line]
+    assert len(names) == 12 and len(set(names)) == 12
+    assert not JournalPaths(tmp_path / "demo" / "demo-journal" / "journal.duckdb").socket.exists()
+
+
+def test_demo_json_story(tmp_path: Path) -> None:
+    data = as_json(
+        lil_run(None, "demo", "--dir", str(tmp_path), "--steps", "5", "--seed", "3", "--json")
+    )
+    assert data["ok"] is True and data["duplicated_side_effects"] == []
+    assert data["notifications_sent"] == 1 and data["result_matches_uninterrupted_run"] is True
+    assert data["replayed"] == data["done_before"] and len(data["done_before"]) >= 1
+    assert set(data["re_executed"]) <= set(data["in_flight"])
+    assert (
+        len(data["done_before"]) + len(data["re_executed"]) + len(data["executed_first_time"]) == 5
+    )
