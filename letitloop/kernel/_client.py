@@ -305,12 +305,19 @@ class OwnerJournal:
             for old in self._pool:
                 old.close()
             self._pool.clear()
-        link = self._connect()
-        if self._leases:
-            msg = link.call({"op": "relock", "runs": sorted(self._leases)})
+        while True:  # the new owner may die too, even while we take our leases back
+            link = self._connect()
+            if not self._leases:
+                return link
+            try:
+                msg = link.call({"op": "relock", "runs": sorted(self._leases)})
+            except OSError:
+                link.close()
+                continue
             if not msg.get("ok"):
+                link.close()
                 _raise(msg["error"])
-        return link
+            return link
 
     # -- the contract -------------------------------------------------------------------------
 

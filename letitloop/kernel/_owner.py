@@ -474,6 +474,9 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
     entry.args, entry.entry, entry.parent = data["args"], data["entry"], data["parent"]
     entry.result = (data["result"][0], data["result"][1]) if data["result"] else None
     entry.error = data["error"]
+    entry.started_by = data["started_by"]
+    if entry.status == "running":  # this owner does not know whether its starter still runs it
+        entry.orphan_of = entry.started_by
     entry.keys = set(data["keys"])
     for step in data["steps"]:
         entry.steps[step["pos"]] = step

@@ -157,7 +157,7 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
         try:
             result = inv.fn(*inv.call_args, **inv.call_kwargs)
             inv.journal.append([inv.finish_record(ctx, result)])
-        except Exception as exc:
+        except (Exception, KeyboardInterrupt) as exc:  # an interrupted run is not running
             _quietly(inv.journal.append, [inv.fail_record(ctx, exc)])
             raise
         return result

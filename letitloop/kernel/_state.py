@@ -39,6 +39,10 @@ class RunEntry:
         self.steps: dict[int, dict[str, Any]] = {}
         self.keys: set[str] = set()
         self.holder: str | None = None
+        # after an owner restart: "pid@host" of the process that last started this running run;
+        # it may still be executing it, so nobody else gets the run until it is gone
+        self.orphan_of: str | None = None
+        self.started_by: str | None = None
         self.current: str | None = None
 
     def wire(self) -> dict[str, Any]:
@@ -92,6 +96,23 @@ def run_state(wire: dict[str, Any]) -> RunState:
     )
 
 
+def process_alive(label: str) -> bool:
+    """Whether the process 'pid@host' is alive; a process on another host is assumed gone."""
+    import os
+    import socket
+
+    pid, _, host = label.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def holder_label(session: str) -> str:
     """Sessions are 'pid@host/random'; people see 'pid@host'."""
     return session.split("/", 1)[0]
@@ -135,6 +156,7 @@ class JournalState:
         for run_id in run_ids:
             if run_id in self.runs:
                 self.runs[run_id].holder = session
+                self.runs[run_id].orphan_of = None
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -152,6 +174,15 @@ class JournalState:
                 fix="wait for it to finish (or pass lock_timeout= to wait), or kill that process",
                 run_id=run_id,
             )
+        if entry is not None and entry.orphan_of is not None:
+            if entry.orphan_of != holder_label(session) and process_alive(entry.orphan_of):
+                raise RunLockedError(
+                    f"run {run_id} was being executed by {entry.orphan_of} when the journal "
+                    "owner restarted, and that process is still alive",
+                    fix="wait for it to finish (or pass lock_timeout= to wait), or kill it",
+                    run_id=run_id,
+                )
+            entry.orphan_of = None
         rec: Record = {
             "k": "run",
             "run": run_id,
@@ -261,6 +292,7 @@ class JournalState:
             entry.tries = max(entry.tries, rec["try"])
             entry.status, entry.error = "running", None
             entry.args, entry.entry, entry.parent = rec["args"], rec["entry"], rec["parent"]
+            entry.started_by = rec["by"]
         elif k == "done":
             entry.status, entry.result, entry.error = "completed", (rec["codec"], rec["out"]), None
             entry.current = None

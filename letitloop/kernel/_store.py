@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS runs(
   run_id VARCHAR PRIMARY KEY, workflow VARCHAR NOT NULL, run_key VARCHAR NOT NULL,
   epoch INTEGER NOT NULL, status VARCHAR NOT NULL, tries INTEGER NOT NULL,
   created DOUBLE NOT NULL, updated DOUBLE NOT NULL, args_codec VARCHAR, args BLOB,
-  entry VARCHAR, parent VARCHAR, result_codec VARCHAR, result BLOB, error JSON);
+  entry VARCHAR, parent VARCHAR, result_codec VARCHAR, result BLOB, error JSON,
+  started_by VARCHAR);
 CREATE TABLE IF NOT EXISTS steps(
   run_id VARCHAR, epoch INTEGER, position INTEGER, attempt INTEGER, kind VARCHAR, name VARCHAR,
   fingerprint VARCHAR, status VARCHAR, started DOUBLE, ended DOUBLE, codec VARCHAR, output BLOB,
@@ -189,12 +190,12 @@ class Store:
             args = rec.get("args") or [None, None]
             self.db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, NULL, NULL,"
-                " NULL) ON CONFLICT DO UPDATE SET epoch = excluded.epoch, status = 'running', "
+                " NULL, ?) ON CONFLICT DO UPDATE SET epoch = excluded.epoch, status = 'running', "
                 "tries = greatest(runs.tries, excluded.tries), updated = excluded.updated, "
                 "args_codec = excluded.args_codec, args = excluded.args, entry = excluded.entry,"
-                " parent = excluded.parent, error = NULL",
+                " parent = excluded.parent, error = NULL, started_by = excluded.started_by",
                 [run_id, rec["wf"], rec["key"], rec["epoch"], rec["try"], ts, ts, args[0]]
-                + [args[1], rec["entry"], rec["parent"]],
+                + [args[1], rec["entry"], rec["parent"], rec["by"]],
             )
         elif k == "done":
             self.db.execute(
@@ -220,13 +221,13 @@ class Store:
         """Everything the live state needs to hold a run: header, latest attempts, keys."""
         row = self.db.execute(
             "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, args,"
-            " entry, parent, result_codec, result, error FROM runs WHERE run_id = ?",
+            " entry, parent, result_codec, result, error, started_by FROM runs WHERE run_id = ?",
             [run_id],
         ).fetchone()
         if row is None:
             return None
         wf, key, epoch, status, tries, created, updated, a_codec, args, entry, parent = row[:11]
-        r_codec, result, error = row[11:]
+        r_codec, result, error, started_by = row[11:]
         steps = self.db.execute(
             "SELECT position, attempt, kind, name, fingerprint, status, codec, "
             "CASE WHEN size <= 65536 THEN output END, size > 65536, error, next_position, "
@@ -251,6 +252,7 @@ class Store:
             "parent": parent,
             "result": [r_codec, result] if r_codec else None,
             "error": json.loads(error) if error else None,
+            "started_by": started_by,
             "keys": [k[0] for k in keys],
             "steps": [
                 {
