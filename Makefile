@@ -27,9 +27,11 @@ system-deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
 
+LINTED := $(wildcard letitloop tests benchmarks)
+
 lint: install
-	$(BIN)/ruff check letitloop tests benchmarks
-	$(BIN)/ruff format --check letitloop tests benchmarks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: install
 	$(BIN)/mypy
