@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from letitloop.kernel._state import run_state
 
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = threading.Lock()
-_spawned: list[subprocess.Popen[bytes]] = []
+_spawned: list[Any] = []  # subprocess.Popen objects of owners this process started
 
 
 def open_journal(spec: str | os.PathLike[str] | None = None) -> OwnerJournal:
@@ -186,7 +184,7 @@ class OwnerJournal:
         self._pool.append(link)
 
     def _new_session(self) -> None:
-        self.session = f"{os.getpid()}@{socket.gethostname()}/{uuid.uuid4().hex[:12]}"
+        self.session = f"{os.getpid()}@{socket.gethostname()}/{os.urandom(6).hex()}"
 
     # -- connections --------------------------------------------------------------------------
 
@@ -239,6 +237,8 @@ class OwnerJournal:
         return bool(_spawned)
 
     def _spawn(self) -> None:
+        import subprocess
+
         _reap()
         self.paths.root.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)

@@ -414,7 +414,7 @@ class Codec:
         ids = _Ids(run_id=run_id, step=step, position=position)
         try:
             if codec == CODEC_JSON:
-                return json.loads(data)
+                return _json_decode(data.decode("utf-8"))
             if codec == CODEC_TAGGED:
                 return _Decoder(classes=False).dec(json.loads(data))
             if codec == CODEC_CLASS:
@@ -500,8 +500,29 @@ def preview(codec: str, data: bytes, limit: int = 2000) -> str:
     return text
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+_json_decode = json.JSONDecoder().decode
+
+
+def _scalars_only(args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
+    for a in args:
+        if type(a) not in _SCALARS:
+            return False
+    for v in kwargs.values():
+        if type(v) not in _SCALARS:
+            return False
+    return True
+
+
 def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
-    """Stable hex digest of call arguments; opaque objects count only by their type's name."""
+    """Stable hex digest of call arguments; opaque objects count only by their type's name.
+
+    Fingerprints are stored in journals and compared on replay: changing how they are computed
+    makes every unfinished run of an older version fail with NonDeterminismError.
+    """
+    if _scalars_only(args, kwargs):  # the common case: repr is exact for these types
+        text = "s:" + repr((args, sorted(kwargs.items())) if kwargs else args)
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
     walker = _Walker(lenient=True)
     try:
         doc: object = [

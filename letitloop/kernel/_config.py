@@ -14,10 +14,8 @@ socket; the socket moves to a short runtime directory when the path would be too
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +56,9 @@ class JournalPaths:
         near = self.db.with_name(self.db.name + ".sock")
         if len(str(near)) <= _MAX_SOCKET_PATH:
             return near
+        import hashlib
+        import tempfile
+
         digest = hashlib.sha256(str(self.db).encode()).hexdigest()[:16]
         base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
         return Path(base) / f"letitloop-{os.getuid()}" / f"{digest}.sock"

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from letitloop.kernel._records import Record
 
 Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
 
 
-@dataclass(frozen=True)
-class StepRecord:
-    """The latest attempt at one position of a run, as replay needs it."""
+class StepRecord(NamedTuple):
+    """The latest attempt at one position of a run, as replay needs it.
+
+    A NamedTuple, not a dataclass: a resume builds one per journaled step, so it must be cheap.
+    The field order is also the order of a step in ``open_run``'s wire form.
+    """
 
     position: int
     attempt: int

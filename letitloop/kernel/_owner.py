@@ -30,7 +30,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
@@ -40,12 +40,15 @@ from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedErro
 from letitloop.kernel._log import Log, frame
 from letitloop.kernel._records import Record, validate, without_payload
 from letitloop.kernel._state import (
+    _WIRE_FIELDS,
     JournalState,
     RunEntry,
     reset_record,
     resolve_record,
 )
-from letitloop.kernel._store import SCHEMA_VERSION, Store
+
+if TYPE_CHECKING:
+    from letitloop.kernel._store import Store
 
 FOLD_DELAY = 0.02
 VERSION = "0.1.0"
@@ -88,8 +91,10 @@ class Owner:
     def __init__(self, paths: JournalPaths, idle: float) -> None:
         self.paths = paths
         self.idle = idle
+        from letitloop.kernel._store import Store  # duckdb: only once this owner won
+
         self.started = time.time()
-        self.store = Store(paths.db)
+        self.store: Store = Store(paths.db)
         self.log = Log(paths.log_dir)
         self.state = JournalState()
         self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
@@ -291,7 +296,7 @@ class Owner:
         return {
             "ok": True,
             "protocol": _wire.PROTOCOL,
-            "schema": SCHEMA_VERSION,
+            "schema": self.store.schema_version,
             "journal_id": self.store.journal_id,
             "pid": os.getpid(),
             "version": VERSION,
@@ -479,6 +484,7 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
         entry.orphan_of = entry.started_by
     entry.keys = set(data["keys"])
     for step in data["steps"]:
+        step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         entry.steps[step["pos"]] = step
     return entry
 

@@ -10,7 +10,6 @@ journaled as one step of its parent.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import os
@@ -168,6 +167,7 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
 
 
 async def _run_async(inv: _Invocation, parent: str | None) -> Any:
+    import asyncio
     ctx = await asyncio.to_thread(inv.open, parent)
     if isinstance(ctx, _Done):
         return ctx.value
@@ -250,6 +250,8 @@ def durable_async(fn: Callable[..., Any] | None = None, /, **options: Any) -> An
 
         @functools.wraps(func)
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            import asyncio
+
             inv = await asyncio.to_thread(_Invocation, opts, func, args, kwargs)
             parent = current_run.get()
             if parent is not None:
@@ -362,6 +364,8 @@ async def _async_body(
     args: Any,
     kwargs: Any,
 ) -> Any:
+    import asyncio
+
     pos, att, kind, name, _fp = ident
     if att == 0:
         assert rec is not None
@@ -391,5 +395,7 @@ def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any)
     """Call ``fn`` as a durable run without decorating it (used by ``lil`` and the notebook)."""
     inv = _Invocation(DurableOptions.build(**options), fn, args, kwargs)
     if inspect.iscoroutinefunction(fn):
+        import asyncio
+
         return asyncio.run(_run_async(inv, None))
     return _run_sync(inv, None)

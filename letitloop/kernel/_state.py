@@ -56,32 +56,22 @@ class RunEntry:
             "try": self.tries,
             "result": list(self.result) if self.result else None,
             "error": self.error,
-            "steps": list(self.steps.values()),
+            "steps": [s["wire"] for s in self.steps.values()],
         }
 
     def steps_done(self) -> int:
         return sum(1 for s in self.steps.values() if s["status"] == "completed")
 
 
+# a step in open_run's wire form: a list in StepRecord's field order (compact, quick to unpack)
+_WIRE_FIELDS: tuple[str, ...] = ("pos", "att", "kind", "name", "fp", "status", "codec", "out")
+_WIRE_FIELDS += ("big", "err", "next", "res")
+
+
 def run_state(wire: dict[str, Any]) -> RunState:
     """Rebuild a ``RunState`` from its wire form."""
-    steps = {
-        s["pos"]: StepRecord(
-            position=s["pos"],
-            attempt=s["att"],
-            kind=s["kind"],
-            name=s["name"],
-            fingerprint=s["fp"],
-            status=s["status"],
-            codec=s.get("codec"),
-            output=s.get("out"),
-            big=s.get("big", False),
-            error=s.get("err"),
-            next_position=s.get("next"),
-            resolution=s.get("res"),
-        )
-        for s in wire["steps"]
-    }
+    make = StepRecord._make
+    steps = {s[0]: make(s) for s in wire["steps"]}
     result = wire.get("result")
     return RunState(
         run_id=wire["run"],
@@ -301,6 +291,7 @@ class JournalState:
         elif k == "resolve":
             step = entry.steps[rec["pos"]]
             step["res"], step["res_by"] = rec["res"], rec["by"]
+            step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         else:
             self._apply_step(entry, rec)
 
@@ -325,6 +316,7 @@ class JournalState:
             big = out is not None and len(out) > self.inline_limit
             step.update(codec=rec.get("codec"), out=None if big else out, big=big)
             step.update(err=rec.get("err"), next=rec.get("next"))
+        step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         entry.steps[rec["pos"]] = step
         entry.current = rec["name"] if status == "started" else None
 

@@ -103,6 +103,7 @@ class Store:
                 fix="upgrade letitloop to the version that wrote this journal",
             )
         self.journal_id: str = self.meta("journal_id") or ""
+        self.schema_version = SCHEMA_VERSION
         row = self.db.execute("SELECT folded_lsn FROM fold_state").fetchone()
         self.folded_lsn: int = row[0] if row else 0
 
