@@ -8,7 +8,8 @@ Names are resolved lazily (PEP 562) so ``import letitloop`` stays close to a bar
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing alone costs several ms
 
 __version__ = "0.1.0"
 
@@ -30,6 +31,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from letitloop.kernel._client import open_journal
     from letitloop.kernel._context import current_step
     from letitloop.kernel._errors import (

@@ -105,8 +105,19 @@ def make_table(
 
 
 def emit_json(obj: Any) -> None:
-    """JSON on stdout: dataclasses become objects, bytes become base64 strings."""
-    click.echo(json.dumps(obj, indent=2, default=_json_default, ensure_ascii=False))
+    """JSON on stdout: records become objects, bytes become base64 strings."""
+    click.echo(json.dumps(_records(obj), indent=2, default=_json_default, ensure_ascii=False))
+
+
+def _records(value: Any) -> Any:
+    """NamedTuple records (the journal contract's) as objects; json would write them as lists."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: _records(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_records(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _records(v) for k, v in value.items()}
+    return value
 
 
 def _json_default(value: Any) -> Any:

@@ -25,11 +25,9 @@ loaded, never by importing it, so ``import letitloop`` stays cheap.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import datetime as dt
-import decimal
 import enum
 import functools
 import hashlib
@@ -40,11 +38,8 @@ import json
 import math
 import os
 import pathlib
-import pickle
-import secrets
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -63,25 +58,43 @@ _JSON, _TAGGED, _CLASS = 0, 1, 2  # what a walked value needs, simplest first
 _PATH_NAMES = ("Path", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath")
 _PATHS: dict[str, type[pathlib.PurePath]] = {n: getattr(pathlib, n) for n in _PATH_NAMES}
 _SIMPLE: dict[type, tuple[str, Callable[[Any], object]]] = {
-    bytes: ("bytes", lambda b: base64.b64encode(b).decode("ascii")),
+    bytes: ("bytes", lambda b: _base64().b64encode(b).decode("ascii")),
     dt.datetime: ("datetime", lambda d: d.isoformat()),
     dt.date: ("date", lambda d: d.isoformat()),
     dt.time: ("time", lambda t: t.isoformat()),
     dt.timedelta: ("timedelta", lambda d: [d.days, d.seconds, d.microseconds]),
-    decimal.Decimal: ("decimal", str),
-    uuid.UUID: ("uuid", str),
-}
+}  # Decimal and UUID join on first sight (_late_simple): no value of theirs exists before
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _UNSIMPLE: dict[str, Callable[[Any], object]] = {
-    "bytes": lambda s: base64.b64decode(s, validate=True),
+    "bytes": lambda s: _base64().b64decode(s, validate=True),
     "datetime": dt.datetime.fromisoformat,
     "date": dt.date.fromisoformat,
     "time": dt.time.fromisoformat,
     "timedelta": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
-    "decimal": decimal.Decimal,
-    "uuid": uuid.UUID,
+    "decimal": lambda s: _module("decimal").Decimal(s),
+    "uuid": lambda s: _module("uuid").UUID(s),
     "float": _FLOATS.__getitem__,
 }
+
+
+def _module(name: str) -> Any:
+    """Standard modules only some values need, imported when such a value first shows up."""
+    return sys.modules.get(name) or __import__(name)
+
+
+def _base64() -> Any:
+    return _module("base64")
+
+
+def _late_simple(t: type) -> tuple[str, Callable[[Any], object]] | None:
+    """Decimal and UUID: registered the first time one is encoded (their modules are loaded)."""
+    if t.__module__ in ("decimal", "_decimal", "_pydecimal", "uuid"):
+        _SIMPLE[_module("decimal").Decimal] = ("decimal", str)
+        _SIMPLE[_module("uuid").UUID] = ("uuid", str)
+        return _SIMPLE.get(t)
+    return None
+
+
 _FIX_UNENCODABLE = (
     "Return JSON-compatible data (dict, list, str, int, float, bool, None), a dataclass or "
     "pydantic model defined at module level, or what is needed to rebuild the object (an id, "
@@ -163,8 +176,9 @@ class _Walker:
             if math.isfinite(v):
                 return v
             return self._tag("float", "nan" if math.isnan(v) else "inf" if v > 0 else "-inf")
-        if t in _SIMPLE:
-            name, convert = _SIMPLE[t]
+        simple = _SIMPLE.get(t) or _late_simple(t)
+        if simple is not None:
+            name, convert = simple
             return self._tag(name, convert(v))
         if t is list:
             return self._nest(v, path, self._items)
@@ -347,14 +361,19 @@ def _key_hint() -> str:
     return f"{_key_dir() / '<journal-id>.key'} (or ${KEY_ENV}, in hex)"
 
 
-class _Pickler(pickle.Pickler):
-    """A pickler that refuses classes pickle.loads could not find by name again."""
+@functools.cache
+def _pickler() -> Any:
+    """A pickler class that refuses classes pickle.loads could not find by name again."""
+    import pickle
 
-    def reducer_override(self, obj: Any) -> Any:
-        cls = obj if isinstance(obj, type) else type(obj)
-        if "<locals>" in cls.__qualname__:
-            raise pickle.PicklingError(f"class {_tname(cls)} is defined inside a function")
-        return NotImplemented
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            cls = obj if isinstance(obj, type) else type(obj)
+            if "<locals>" in cls.__qualname__:
+                raise pickle.PicklingError(f"class {_tname(cls)} is defined inside a function")
+            return NotImplemented
+
+    return Pickler
 
 
 class Codec:
@@ -420,7 +439,7 @@ class Codec:
             if codec == CODEC_CLASS:
                 return _Decoder(classes=True).dec(json.loads(self._verify(codec, data, what, ids)))
             if codec == CODEC_PICKLE:
-                return pickle.loads(self._verify(codec, data, what, ids))
+                return _module("pickle").loads(self._verify(codec, data, what, ids))
         except CodecError as e:
             if e.run_id is None and e.step is None:
                 e.run_id, e.step, e.position = run_id, step, position
@@ -469,7 +488,7 @@ class Codec:
             return None, "pickle is disabled (allow_pickle=False)"
         buffer = io.BytesIO()
         try:
-            _Pickler(buffer, protocol=5).dump(value)
+            _pickler()(buffer, protocol=5).dump(value)
         except Exception as e:  # reducers may raise anything
             return None, f"pickle failed too ({type(e).__name__}: {e})"
         return self._sign(buffer.getvalue()), ""
@@ -577,6 +596,8 @@ def _parse_key(text: str, where: str) -> bytes:
 def _create_key(path: pathlib.Path) -> None:
     """Create the key file atomically; if another process wins the race, keep its key."""
     _make_dirs(path.parent)
+    import secrets
+
     data = secrets.token_bytes(32).hex().encode("ascii")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     _write_new(tmp, data)

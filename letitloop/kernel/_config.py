@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from letitloop.kernel._errors import ConfigError
@@ -25,11 +24,22 @@ _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 108 bytes on Linux
 _PROJECT_MARKERS = (".letitloop", "pyproject.toml", ".git")
 
 
-@dataclass(frozen=True)
 class JournalPaths:
     """The files of one journal: the DuckDB store and everything its owner keeps beside it."""
 
-    db: Path
+    __slots__ = ("db",)
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JournalPaths) and other.db == self.db
+
+    def __hash__(self) -> int:
+        return hash(self.db)
+
+    def __repr__(self) -> str:
+        return f"JournalPaths({str(self.db)!r})"
 
     @property
     def root(self) -> Path:

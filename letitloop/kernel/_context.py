@@ -8,8 +8,7 @@ import hashlib
 import threading
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from letitloop.kernel._codec import Codec
 from letitloop.kernel._contract import Journal, RunState, StepRecord
@@ -18,8 +17,7 @@ from letitloop.kernel._records import Record
 from letitloop.kernel._state import error_dict
 
 
-@dataclass(frozen=True)
-class StepInfo:
+class StepInfo(NamedTuple):
     """What ``current_step()`` returns inside a step function or a marker block."""
 
     run_id: str

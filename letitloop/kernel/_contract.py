@@ -12,12 +12,14 @@ run until ``release_run`` or until the process dies (the owner notices the close
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from letitloop.kernel._records import Record
 
 Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
+
+# The records below are NamedTuples rather than dataclasses: they are immutable all the same, and
+# a process that only resumes a run should not pay for generating dataclass methods at import.
 
 
 class StepRecord(NamedTuple):
@@ -41,8 +43,7 @@ class StepRecord(NamedTuple):
     resolution: str | None = None  # markers: "done" | "redo" once someone resolved it
 
 
-@dataclass(frozen=True)
-class RunState:
+class RunState(NamedTuple):
     """What ``open_run`` returns: the run's header and its current steps by position."""
 
     run_id: str
@@ -51,13 +52,12 @@ class RunState:
     epoch: int
     status: str  # "running" | "completed" | "failed"
     attempt: int  # how many times the run has been started or resumed in this epoch
-    result: Encoded | None = None
-    error: dict[str, Any] | None = None
-    steps: dict[int, StepRecord] = field(default_factory=dict)
+    result: Encoded | None
+    error: dict[str, Any] | None
+    steps: dict[int, StepRecord]
 
 
-@dataclass(frozen=True)
-class RunInfo:
+class RunInfo(NamedTuple):
     """One row of a run listing."""
 
     run_id: str
@@ -75,8 +75,7 @@ class RunInfo:
     error: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
-class AttemptInfo:
+class AttemptInfo(NamedTuple):
     """One attempt of one step, with an output preview that never runs user code."""
 
     position: int
@@ -96,15 +95,13 @@ class AttemptInfo:
     preview: str | None = None
 
 
-@dataclass(frozen=True)
-class RunDetail:
+class RunDetail(NamedTuple):
     run: RunInfo
     attempts: list[AttemptInfo]
     result: Encoded | None
 
 
-@dataclass(frozen=True)
-class EventInfo:
+class EventInfo(NamedTuple):
     """One journal record as an event: ``seq`` orders all events of a journal."""
 
     seq: int

@@ -14,8 +14,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from letitloop.kernel._context import RunContext, current_step_var, require_run
 from letitloop.kernel._contract import StepRecord
@@ -25,8 +24,7 @@ from letitloop.kernel._state import in_doubt_error
 _NULL = ("json", b"null")
 
 
-@dataclass(frozen=True)
-class InDoubtMarker:
+class InDoubtMarker(NamedTuple):
     """What ``reconcile`` is given: which marker is in doubt and why."""
 
     run_id: str

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import secrets
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -52,7 +51,7 @@ def codec_for(journal: Journal, allow_pickle: bool = True) -> Codec:
     if codec is None:
         # an in-memory journal lives and dies with this process: its key need not be stored
         secret = (
-            secrets.token_bytes(32)
+            os.urandom(32)
             if journal.location == ":memory:"
             else load_or_create_key(journal.journal_id)
         )
@@ -168,6 +167,7 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
 
 async def _run_async(inv: _Invocation, parent: str | None) -> Any:
     import asyncio
+
     ctx = await asyncio.to_thread(inv.open, parent)
     if isinstance(ctx, _Done):
         return ctx.value
