@@ -103,10 +103,16 @@ class _Link:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.count = 0
 
     def call(self, req: dict[str, Any]) -> Any:
+        self.count += 1
+        req["id"] = self.count
         self.sock.sendall(_wire.pack(req))
-        return _wire.recv(self.sock)
+        while True:
+            msg = _wire.recv(self.sock)
+            if msg.get("re", self.count) == self.count:
+                return msg  # (an owner older than request ids does not tag replies)
 
     def send(self, req: dict[str, Any]) -> None:
         self.sock.sendall(_wire.pack(req))
@@ -133,8 +139,9 @@ class _Sub:
                 self.link = self.journal._connect()
                 self.link.call({"op": "subscribe", "run": self.run_id})
                 self.ready.set()
+                stream = _wire.Stream(self.link.sock)
                 while not self.closed:
-                    msg = _wire.recv(self.link.sock)
+                    msg = stream.recv()
                     if "push" in msg:
                         self.callback([_event(e) for e in msg["push"]])
             except (OSError, LetItLoopError):
@@ -343,7 +350,7 @@ class OwnerJournal:
 
     def release_run(self, run_id: str) -> None:
         self._leases.discard(run_id)
-        self._call({"op": "release", "run": run_id})
+        self._call({"op": "release", "run": run_id}, reply=False)
 
     def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
         self._call({"op": "append", "recs": list(records), "ack": sync}, reply=sync)

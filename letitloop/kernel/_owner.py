@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from letitloop.kernel._store import Store
 
 FOLD_DELAY = 0.02
+HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
 VERSION = "0.1.0"
 
 
@@ -71,11 +72,17 @@ class Conn:
         with self.lock:
             if not self.alive:
                 return
-            try:
-                self.sock.setblocking(True)
+            try:  # sockets stay blocking: reads happen only once select said they are ready
                 self.sock.sendall(data)
             except OSError:
                 self.alive = False
+
+
+def _re(req: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """Tag a reply with its request's id, so a client can never take one reply for another."""
+    if "id" in req:
+        reply["re"] = req["id"]
+    return reply
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -99,6 +106,9 @@ class Owner:
         self.state = JournalState()
         self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        # acknowledged records waiting for the database thread; appending wakes nobody, the
+        # thread folds every FOLD_DELAY and before every read (read-your-writes)
+        self.to_fold: deque[tuple[int, Record]] = deque()
         self.inbox: deque[tuple[Any, ...]] = deque()
         self.loading: dict[str, list[tuple[Conn, dict[str, Any]]]] = {}
         self.waiters: dict[str, list[tuple[float, Conn, dict[str, Any]]]] = {}
@@ -106,6 +116,10 @@ class Owner:
         self.sessions: dict[str, int] = {}
         self.stopping = False
         self.last_active = time.monotonic()
+        # accepted records nobody waits for (a step's start), already applied to the live state:
+        # written with the next acknowledged batch, or after HOLD_DELAY, saving a write per step
+        self.held: list[Record] = []
+        self.held_since = 0.0
         t0 = time.perf_counter()
         items, torn = self.log.recover(self.store.folded_lsn)
         self.stats["torn_tails_cut"] = torn
@@ -154,7 +168,6 @@ class Owner:
             sock = key.fileobj
             if sock is self.listener:
                 client, _ = self.listener.accept()
-                client.setblocking(False)
                 self.conns[client] = Conn(client)
                 self.sel.register(client, selectors.EVENT_READ)
             elif sock is self.wake_r:
@@ -178,7 +191,7 @@ class Owner:
                     if entry is not None and entry.holder is None:
                         del self.state.runs[run_id]
         self._expire_waiters(replies)
-        if batch:
+        if batch or self.held:
             self._commit(batch)
         for conn, msg in replies:
             conn.send(msg)
@@ -189,12 +202,14 @@ class Owner:
 
     def _timeout(self) -> float:
         deadlines = [d for ws in self.waiters.values() for d, _, _ in ws]
+        if self.held:
+            deadlines.append(self.held_since + HOLD_DELAY)
         idle_at = self.last_active + self.idle - time.monotonic()
         return max(0.0, min([idle_at, *[d - time.monotonic() for d in deadlines]]) + 0.001)
 
     def _read(self, conn: Conn, batch: list[Any], replies: list[Any]) -> None:
         try:
-            data = conn.sock.recv(1 << 20)
+            data = conn.sock.recv(65536)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -213,7 +228,7 @@ class Owner:
                 self._handle(conn, req, batch, replies)
             except LetItLoopError as exc:
                 if req.get("ack", True):
-                    replies.append((conn, _error(exc)))
+                    replies.append((conn, _re(req, _error(exc))))
 
     def _drop(self, conn: Conn) -> None:
         self.sel.unregister(conn.sock)
@@ -237,7 +252,7 @@ class Owner:
             if conn.session is None:
                 conn.session = str(req["session"])
                 self.sessions[conn.session] = self.sessions.get(conn.session, 0) + 1
-            replies.append((conn, self._hello()))
+            replies.append((conn, _re(req, self._hello())))
             return
         if conn.session is None:
             raise JournalError("the first request on a connection must be hello")
@@ -255,18 +270,17 @@ class Owner:
                     self.known.add(rec["run"])
                     batch.append((rec, req.get("ack", True)))
             if req.get("ack", True):
-                replies.append((conn, {"ok": True}))
-        elif op == "release":
+                replies.append((conn, _re(req, {"ok": True})))
+        elif op == "release":  # the client does not wait for this one
             self.state.release(run_id, conn.session)
             self._wake_waiters(run_id)
-            replies.append((conn, {"ok": True}))
         elif op == "relock":
             for rid in req["runs"]:
                 if rid not in self.state.runs and rid in self.known:
                     self._park_load(rid, conn, req)
                     return
             self.state.relock(req["runs"], conn.session)
-            replies.append((conn, {"ok": True}))
+            replies.append((conn, _re(req, {"ok": True})))
         elif op in ("resolve", "reset"):
             entry = self._entry(run_id)
             rec = (
@@ -277,15 +291,15 @@ class Owner:
             if self.state.check(rec, conn.session):
                 self.state.apply(rec)
                 batch.append((rec, True))
-            replies.append((conn, {"ok": True}))
+            replies.append((conn, _re(req, {"ok": True})))
         elif op == "output" and self._inline_output(conn, req, replies):
             return
         elif op == "subscribe":
             conn.subscribed, conn.sub_run = True, req.get("run")
-            replies.append((conn, {"ok": True}))
+            replies.append((conn, _re(req, {"ok": True})))
         elif op == "stop":
             self.stopping = True
-            replies.append((conn, {"ok": True, "pid": os.getpid()}))
+            replies.append((conn, _re(req, {"ok": True, "pid": os.getpid()})))
         elif op in _READS:
             held = [r for r, e in self.state.runs.items() if e.holder is not None]
             self.jobs.put(("read", conn, req, held))
@@ -325,13 +339,13 @@ class Owner:
             raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
         self.known.add(req["run"])
         batch.extend((rec, True) for rec in recs)
-        replies.append((conn, {"ok": True, "state": wire}))
+        replies.append((conn, _re(req, {"ok": True, "state": wire})))
 
     def _inline_output(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> bool:
         entry = self.state.runs.get(req["run"])
         step = entry.steps.get(req["pos"]) if entry and entry.epoch == req["epoch"] else None
         if step and step["att"] == req["att"] and step.get("out") is not None:
-            replies.append((conn, {"ok": True, "out": [step["codec"], step["out"]]}))
+            replies.append((conn, _re(req, {"ok": True, "out": [step["codec"], step["out"]]})))
             return True
         return False
 
@@ -356,7 +370,7 @@ class Owner:
             try:
                 self._handle(conn, req, batch, replies)
             except LetItLoopError as exc:
-                replies.append((conn, _error(exc)))
+                replies.append((conn, _re(req, _error(exc))))
 
     def _wake_waiters(self, run_id: str) -> None:
         waiting = self.waiters.pop(run_id, [])
@@ -377,7 +391,7 @@ class Owner:
                         fix="wait longer (lock_timeout=) or stop the other process",
                         run_id=run_id,
                     )
-                    replies.append((conn, _error(exc)))
+                    replies.append((conn, _re(req, _error(exc))))
                 else:
                     keep.append((deadline, conn, req))
             self.waiters[run_id] = keep
@@ -387,17 +401,25 @@ class Owner:
     # -- writes -------------------------------------------------------------------------------
 
     def _commit(self, batch: list[tuple[Record, bool]]) -> None:
-        """Group commit: one write and (if anyone waits for an ack) one fdatasync per round."""
-        frames = [frame(msgpack.packb(rec, use_bin_type=True)) for rec, _ in batch]
-        sync = any(ack for _, ack in batch)
-        lsn = self.log.append(b"".join(frames), sync=sync) - sum(len(f) for f in frames)
-        self.stats["acked"] += len(batch)
-        self.stats["fsyncs"] += int(sync)
+        """Group commit: every record of a round (and those held) in one synced write."""
+        now = time.monotonic()
+        if not any(ack for _, ack in batch) and not self.stopping:
+            if not self.held:
+                self.held_since = now
+            self.held.extend(rec for rec, _ in batch)
+            if now - self.held_since < HOLD_DELAY and len(self.held) < 1000:
+                return
+        records = self.held + [rec for rec, _ in batch]
+        self.held = []
+        frames = [frame(msgpack.packb(rec, use_bin_type=True)) for rec in records]
+        lsn = self.log.append(b"".join(frames)) - sum(len(f) for f in frames)
+        self.stats["acked"] += len(records)
+        self.stats["fsyncs"] += 1
         items = []
-        for (rec, _), f in zip(batch, frames, strict=True):
+        for rec, f in zip(records, frames, strict=True):
             lsn += len(f)
             items.append((lsn, rec))
-        self.jobs.put(("fold", items))  # queued before the acks go out: reads fold them first
+        self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
         self._push(items)
 
     def _push(self, items: list[tuple[int, Record]]) -> None:
@@ -414,17 +436,16 @@ class Owner:
 
     def _db_thread(self) -> None:
         try:
-            pending: list[tuple[int, Record]] = []
             while True:
                 try:
-                    job = self.jobs.get(timeout=None if not pending else FOLD_DELAY)
+                    job: tuple[Any, ...] | None = self.jobs.get(
+                        timeout=FOLD_DELAY if self.to_fold else 1.0
+                    )
                 except queue.Empty:
-                    self._fold(pending)
+                    job = None
+                self._fold()
+                if job is None:
                     continue
-                if job[0] == "fold":
-                    pending.extend(job[1])
-                    continue
-                self._fold(pending)
                 if job[0] == "exit":
                     return
                 self._db_job(job)
@@ -433,10 +454,12 @@ class Owner:
             sys.stderr.flush()
             os._exit(70)
 
-    def _fold(self, pending: list[tuple[int, Record]]) -> None:
-        if pending:
-            self.store.fold(pending)
-            pending.clear()
+    def _fold(self) -> None:
+        items = []
+        while self.to_fold:
+            items.append(self.to_fold.popleft())
+        if items:
+            self.store.fold(items)
             self.log.drop_folded(self.store.folded_lsn)
 
     def _db_job(self, job: tuple[Any, ...]) -> None:
@@ -448,11 +471,13 @@ class Owner:
         _, conn, req, held = job
         try:
             reply = {"ok": True, **_READS[req["op"]](self, req, held)}
-        except Exception as exc:
+        except Exception as exc:  # a failed read must not stop folding
             reply = _error(exc)
-        conn.send(reply)
+        conn.send(_re(req, reply))
 
     def _shutdown(self) -> None:
+        if self.held:
+            self._commit([])
         self.listener.close()
         try:
             self.paths.socket.unlink()
@@ -461,6 +486,7 @@ class Owner:
         self.jobs.put(("exit",))
         self.db_thread.join()
         self.store.close()
+        self.log.seal(self.store.folded_lsn)  # all folded: the log need not keep a byte
         self.log.close()
         try:
             self.paths.pid_file.unlink()

@@ -74,6 +74,11 @@ def _entry_point(fn: Callable[..., Any]) -> str | None:
     return f"{fn.__module__}:{fn.__qualname__}"
 
 
+@functools.cache
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
 class _Invocation:
     """One call of a durable function: resolved options, run identity and encoded arguments."""
 
@@ -86,7 +91,7 @@ class _Invocation:
         self.workflow = opts.name or workflow_name(fn)
         self.journal = resolve_journal(opts.journal)
         self.codec = codec_for(self.journal, opts.allow_pickle)
-        bound = inspect.signature(fn).bind(*args, **kwargs)  # a bad call fails before journaling
+        bound = _signature(fn).bind(*args, **kwargs)  # a bad call fails before journaling
         bound.apply_defaults()
         self.key = opts.run_id or fingerprint(bound.args, bound.kwargs)[:16]
         self.run_id = f"{self.workflow}:{self.key}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-PROTOCOL = 1  # bump when a request or reply changes shape
+PROTOCOL = 2  # bump when a request or reply changes shape or meaning
 LEN = struct.Struct("<I")
 MAX_MESSAGE = 1 << 30
 
@@ -38,8 +38,38 @@ def recv_exact(sock: socket.socket, n: int) -> bytearray:
     return buf
 
 
+class Stream:
+    """Messages from a socket that may send several unasked (a subscription's pushes)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+
+    def recv(self) -> Any:
+        while True:
+            if len(self.buf) >= 4:
+                (n,) = LEN.unpack_from(self.buf)
+                if len(self.buf) >= 4 + n:
+                    msg = unpack(bytes(self.buf[4 : 4 + n]))
+                    del self.buf[: 4 + n]
+                    return msg
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise ConnectionResetError("the journal owner closed the connection")
+            self.buf += data
+
+
 def recv(sock: socket.socket) -> Any:
-    (n,) = LEN.unpack(recv_exact(sock, 4))
+    """The reply to a request: usually one recv call. Only for links where nothing else arrives
+    (one request in flight, no pushes), since it may read past one message otherwise."""
+    head = sock.recv(65536)
+    if not head:
+        raise ConnectionResetError("the journal owner closed the connection")
+    if len(head) < 4:
+        head += recv_exact(sock, 4 - len(head))
+    (n,) = LEN.unpack_from(head)
     if n > MAX_MESSAGE:
         raise ConnectionResetError(f"message of {n} bytes exceeds the protocol limit")
-    return unpack(recv_exact(sock, n))
+    if len(head) - 4 < n:
+        return unpack(head[4:] + recv_exact(sock, n - (len(head) - 4)))
+    return unpack(memoryview(head)[4 : 4 + n])

@@ -138,6 +138,8 @@ def test_stopped_owner_leaves_a_clean_duckdb_file(journal_path: Path) -> None:
     assert stop_owner(journal_path) is not None
     paths = JournalPaths(journal_path)
     assert not paths.socket.exists() and not paths.pid_file.exists()
+    # everything was folded into DuckDB, so the log keeps nothing (one empty segment)
+    assert [f.stat().st_size for f in paths.log_dir.iterdir()] == [0]
     con = duckdb.connect(str(journal_path), read_only=True)
     assert con.execute("SELECT status FROM runs").fetchall() == [("completed",)]
     con.close()
