@@ -140,7 +140,10 @@ _DIVERGED_FIX = (
 )
 
 current_run: ContextVar[RunContext | None] = ContextVar("letitloop_run", default=None)
-current_step_var: ContextVar[StepInfo | None] = ContextVar("letitloop_step", default=None)
+# what current_step() describes: (run, position, attempt, kind, name); the StepInfo with its
+# hashed idempotency key is only built when asked for, not for every step that runs
+StepRef = tuple[RunContext, int, int, str, str]
+current_step_var: ContextVar[StepRef | None] = ContextVar("letitloop_step", default=None)
 
 
 def require_run(what: str) -> RunContext:
@@ -156,10 +159,11 @@ def require_run(what: str) -> RunContext:
 
 def current_step() -> StepInfo:
     """The step or marker executing now, with its stable ``idempotency_key`` for external APIs."""
-    info = current_step_var.get()
-    if info is None:
+    ref = current_step_var.get()
+    if ref is None:
         raise NotInDurableContextError(
             "current_step() was called outside a step function or atomic_marker block",
             fix="call it inside the function passed to step(), or inside `with atomic_marker(...)`",
         )
-    return info
+    ctx, pos, att, kind, name = ref
+    return ctx.step_info(pos, att, kind, name)

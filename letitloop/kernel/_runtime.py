@@ -324,14 +324,15 @@ def _replayed_value(ctx: RunContext, rec: StepRecord) -> Any:
 
 def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **kwargs: Any) -> R:
     """Run ``fn(*args, **kwargs)`` as a journaled step, or return its journaled output on replay."""
-    ctx = require_run("step()")
-    _check_name(name, "step")
+    ctx = current_run.get() or require_run("step()")
+    if type(name) is not str or not name:
+        _check_name(name, "step")
     pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
     if att == 0:
         return _replayed_value(ctx, rec)  # type: ignore[no-any-return]
     ident = (pos, att, _kind, name, fp)
     ctx.journal.append([ctx.record("step", *ident)], sync=False)
-    token = current_step_var.set(ctx.step_info(pos, att, _kind, name))
+    token = current_step_var.set((ctx, pos, att, _kind, name))
     try:
         out = fn(*args, **kwargs)
     except Exception as exc:
@@ -378,7 +379,7 @@ async def _async_body(
             return await asyncio.to_thread(ctx.output, rec)
         return _replayed_value(ctx, rec)
     ctx.journal.append([ctx.record("step", *ident)], sync=False)
-    token = current_step_var.set(ctx.step_info(pos, att, kind, name))
+    token = current_step_var.set((ctx, pos, att, kind, name))
     try:
         out = fn(*args, **kwargs)
         if inspect.isawaitable(out):
