@@ -187,6 +187,8 @@ class OwnerJournal:
         self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
         self.journal_id = ""
         self.owner_pid = 0
+        self._ready_fd = -1
+        self._log_from = 0
         link = self._connect()
         self._pool.append(link)
 
@@ -223,6 +225,14 @@ class OwnerJournal:
             if spawned_at < 0 or (now - spawned_at > 2.0 and not self._spawn_alive()):
                 self._spawn()
                 spawned_at = now
+            if self._ready_fd >= 0:  # our owner says when it listens (or closes it when it exits)
+                import select
+
+                if select.select([self._ready_fd], [], [], 0.5)[0]:
+                    os.close(self._ready_fd)
+                    self._ready_fd = -1
+                    self._check_spawned_owner()
+                continue
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
@@ -239,6 +249,16 @@ class OwnerJournal:
         self.journal_id = hello["journal_id"]
         self.owner_pid = hello["pid"]
 
+    def _check_spawned_owner(self) -> None:
+        """If the owner we started already died of an error, say so now rather than time out."""
+        proc = _spawned[-1] if _spawned else None
+        if proc is not None and proc.poll() not in (None, 0):
+            raise JournalUnavailableError(
+                f"the journal owner for {self.location} exited with status {proc.returncode}"
+                f"{self._owner_log_tail()}",
+                fix="read the owner's log above; `lil journal doctor` checks the usual causes",
+            )
+
     def _spawn_alive(self) -> bool:
         _reap()
         return bool(_spawned)
@@ -251,9 +271,15 @@ class OwnerJournal:
         env = dict(os.environ)
         pkg_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_root, env.get("PYTHONPATH")]))
+        if self._ready_fd >= 0:
+            os.close(self._ready_fd)
+        self._ready_fd, ready_w = os.pipe()
         with open(self.paths.owner_log, "ab") as log:
+            self._log_from = log.seek(0, os.SEEK_END)  # show people only what this owner wrote
             proc = subprocess.Popen(
-                [sys.executable, "-m", "letitloop.kernel._owner", "--journal", self.location],
+                [sys.executable, "-m", "letitloop.kernel._owner", "--journal", self.location]
+                + ["--ready-fd", str(ready_w)],
+                pass_fds=(ready_w,),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -262,13 +288,17 @@ class OwnerJournal:
                 env=env,
                 cwd=str(self.paths.root),
             )
+        os.close(ready_w)
         _spawned.append(proc)
 
     def _owner_log_tail(self) -> str:
         try:
-            tail = self.paths.owner_log.read_text(errors="replace").strip().splitlines()[-8:]
+            with open(self.paths.owner_log, "rb") as f:
+                f.seek(self._log_from)
+                text = f.read().decode(errors="replace")
         except OSError:
             return ""
+        tail = text.strip().splitlines()[-8:]
         return ("; the owner's log ends:\n    " + "\n    ".join(tail)) if tail else ""
 
     def _take(self) -> _Link:

@@ -134,7 +134,7 @@ class Owner:
 
     # -- serving ------------------------------------------------------------------------------
 
-    def serve(self) -> None:
+    def serve(self, ready_fd: int = -1) -> None:
         sock_path = self.paths.socket
         sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if sock_path.exists():
@@ -152,6 +152,9 @@ class Owner:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
         print(f"READY {json.dumps(self.stats)}", flush=True)
+        if ready_fd >= 0:  # wake the client that started us
+            os.write(ready_fd, b"R")
+            os.close(ready_fd)
         while not self.stopping:
             self._round()
         self._shutdown()
@@ -610,6 +613,7 @@ def _serving(paths: JournalPaths) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m letitloop.kernel._owner")
     parser.add_argument("--journal", required=True, help="the journal's DuckDB file")
+    parser.add_argument("--ready-fd", type=int, default=-1, help="written to once listening")
     args = parser.parse_args(argv)
     sys.setswitchinterval(0.0005)  # the loop must get the GIL back quickly from the db thread
     paths = JournalPaths(Path(args.journal).resolve())
@@ -617,8 +621,12 @@ def main(argv: list[str] | None = None) -> int:
     if lock_fd is None:
         print("another owner serves this journal; exiting", flush=True)
         return 0
-    owner = Owner(paths, env_float("LIL_OWNER_IDLE", 300.0))
-    owner.serve()
+    try:
+        owner = Owner(paths, env_float("LIL_OWNER_IDLE", 300.0))
+    except LetItLoopError as exc:  # said plainly: clients show the end of this log to people
+        print(f"error: {exc.message}\n  fix: {exc.fix}", file=sys.stderr, flush=True)
+        return 2
+    owner.serve(ready_fd=args.ready_fd)
     os.close(lock_fd)  # released only after DuckDB is closed
     return 0
 

@@ -89,9 +89,12 @@ class Store:
                     "`lil journal sql` to query a journal instead)",
                 ) from None
             raise
-        self.db.execute(SCHEMA)
-        version = self.meta("schema_version")
+        try:
+            version = self.meta("schema_version")
+        except duckdb.CatalogException:  # a new journal
+            version = None
         if version is None:
+            self.db.execute(SCHEMA)
             self.db.execute(
                 "INSERT INTO meta VALUES ('schema_version', ?), ('journal_id', uuid()::VARCHAR)",
                 [str(SCHEMA_VERSION)],

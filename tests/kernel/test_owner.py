@@ -180,3 +180,17 @@ def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) ->
 def test_unknown_run_is_a_clear_error(journal_path: Path) -> None:
     with pytest.raises(JournalError, match="no run matches"):
         open_journal(journal_path).find_run("nope")
+
+
+def test_owner_that_cannot_start_is_reported_at_once_with_its_log(journal_path: Path) -> None:
+    """A corrupt sealed log segment stops recovery: the client says why, with the owner's log."""
+    open_journal(journal_path).list_runs()
+    stop_owner(journal_path)
+    log_dir = JournalPaths(journal_path).log_dir
+    (log_dir / f"{0:020d}.wal").write_bytes(b"\x05\x00\x00\x00garbage")  # not a frame, sealed:
+    (log_dir / f"{1 << 40:020d}.wal").write_bytes(b"")  # a later segment exists
+    t0 = time.monotonic()
+    with pytest.raises(JournalError) as err:
+        OwnerJournal(journal_path)
+    assert time.monotonic() - t0 < 10
+    assert "exited with status" in str(err.value) and "corrupt" in str(err.value)
