@@ -123,11 +123,11 @@ def check_log(log_dir: Path) -> Check:
 
 
 def check_key_dir(journal_id: str | None) -> Check:
-    from letitloop.kernel._codec import KEY_ENV, _key_dir, key_path
+    from letitloop.kernel._keys import KEY_ENV, key_dir, key_path
 
     if os.environ.get(KEY_ENV):
         return Check("key directory", True, f"the journal key comes from ${KEY_ENV}")
-    directory = key_path(journal_id).parent if journal_id else _key_dir()
+    directory = key_path(journal_id).parent if journal_id else key_dir()
     problem = _writable_dir(directory)
     if problem:
         return Check(

@@ -36,14 +36,13 @@ import importlib
 import io
 import json
 import math
-import os
 import pathlib
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from letitloop.kernel._errors import CodecError, ConfigError, TamperedDataError, UnencodableError
+from letitloop.kernel._errors import CodecError, TamperedDataError, UnencodableError
+from letitloop.kernel._keys import key_hint
 
 CODEC_JSON = "json"
 CODEC_TAGGED = "lilj"
@@ -51,8 +50,6 @@ CODEC_CLASS = "liljc"
 CODEC_PICKLE = "pickle"
 
 TAG = "__lil__"
-KEY_ENV = "LIL_PICKLE_KEY"
-KEY_DIR_ENV = "LIL_KEY_DIR"
 _MAC_LEN = 32
 _JSON, _TAGGED, _CLASS = 0, 1, 2  # what a walked value needs, simplest first
 _PATH_NAMES = ("Path", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath")
@@ -350,17 +347,6 @@ def _import_class(ref: str, tag: str) -> type:
     return obj
 
 
-def _key_dir() -> pathlib.Path:
-    if explicit := os.environ.get(KEY_DIR_ENV):
-        return pathlib.Path(explicit).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return pathlib.Path(config) / "letitloop" / "keys"
-
-
-def _key_hint() -> str:
-    return f"{_key_dir() / '<journal-id>.key'} (or ${KEY_ENV}, in hex)"
-
-
 @functools.cache
 def _pickler() -> Any:
     """A pickler class that refuses classes pickle.loads could not find by name again."""
@@ -466,7 +452,7 @@ class Codec:
             raise CodecError(
                 f"cannot load the {what}: {codec!r} data is authenticated with the journal key, "
                 "and no key was given",
-                fix=f"The key is needed; it is looked for at {_key_hint()}.",
+                fix=f"The key is needed; it is looked for at {key_hint()}.",
                 **ids,
             )
         mac, body = data[:_MAC_LEN], data[_MAC_LEN:]
@@ -476,7 +462,7 @@ class Codec:
                 f"the stored {what} ({codec!r}) failed authentication: it was modified after it "
                 "was written, or written under another key; it was not loaded",
                 fix="Do not trust this journal. If it is yours, use the key it was written with: "
-                f"the key lives at {_key_hint()}.",
+                f"the key lives at {key_hint()}.",
                 **ids,
             )
         return body
@@ -553,83 +539,3 @@ def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
         doc = [[_tname(type(a)) for a in args], {k: _tname(type(kwargs[k])) for k in kwargs}]
         text = json.dumps(doc, sort_keys=True)
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
-
-def key_path(journal_id: str) -> pathlib.Path:
-    """Where the key of `journal_id` is kept: $LIL_KEY_DIR, else the XDG config directory."""
-    if journal_id in ("", ".", "..") or any(c in journal_id for c in "/\\\0"):
-        raise ConfigError(
-            f"invalid journal id {journal_id!r} for a key file name",
-            fix="Use a journal id without path separators.",
-        )
-    return _key_dir() / f"{journal_id}.key"
-
-
-def load_or_create_key(journal_id: str) -> bytes:
-    """The journal's HMAC key: $LIL_PICKLE_KEY (hex), else its key file, created if missing."""
-    if env := os.environ.get(KEY_ENV):
-        return _parse_key(env, f"${KEY_ENV}")
-    path = key_path(journal_id)
-    if not path.exists():
-        _create_key(path)
-    for _ in range(100):  # a racing creator without hard links may still be writing it
-        text = path.read_text(encoding="ascii", errors="replace").strip()
-        if len(text) >= 64:
-            break
-        time.sleep(0.01)
-    return _parse_key(text, str(path))
-
-
-def _parse_key(text: str, where: str) -> bytes:
-    try:
-        key = bytes.fromhex(text.strip())
-    except ValueError:
-        key = b""
-    if len(key) < 16:
-        raise ConfigError(
-            f"the journal key in {where} is not at least 16 bytes of hex",
-            fix="Restore the key the journal was written with (64 hex characters).",
-        )
-    return key
-
-
-def _create_key(path: pathlib.Path) -> None:
-    """Create the key file atomically; if another process wins the race, keep its key."""
-    _make_dirs(path.parent)
-    import secrets
-
-    data = secrets.token_bytes(32).hex().encode("ascii")
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    _write_new(tmp, data)
-    try:
-        os.link(tmp, path)  # never replaces an existing key
-    except FileExistsError:
-        pass
-    except OSError:  # no hard links on this file system: create the final name exclusively
-        with contextlib.suppress(FileExistsError):
-            _write_new(path, data)
-    finally:
-        os.unlink(tmp)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_new(path: pathlib.Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _make_dirs(directory: pathlib.Path) -> None:
-    """Create missing directories, each with mode 0700 (existing ones are left alone)."""
-    missing = [d for d in (directory, *directory.parents) if not d.exists()]
-    for d in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            d.mkdir(mode=0o700)

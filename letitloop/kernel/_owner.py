@@ -28,16 +28,17 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+from letitloop import __version__ as VERSION
 from letitloop.kernel import _wire
 from letitloop.kernel._config import JournalPaths, env_float
 from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
 from letitloop.kernel._log import Log, frame
+from letitloop.kernel._reads import READS
 from letitloop.kernel._records import Record, validate, without_payload
 from letitloop.kernel._state import (
     _WIRE_FIELDS,
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 
 FOLD_DELAY = 0.02
 HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
-VERSION = "0.1.0"
 
 
 class Conn:
@@ -303,7 +303,7 @@ class Owner:
         elif op == "stop":
             self.stopping = True
             replies.append((conn, _re(req, {"ok": True, "pid": os.getpid()})))
-        elif op in _READS:
+        elif op in READS:
             held = [r for r, e in self.state.runs.items() if e.holder is not None]
             self.jobs.put(("read", conn, req, held))
         else:
@@ -473,7 +473,7 @@ class Owner:
             return
         _, conn, req, held = job
         try:
-            reply = {"ok": True, **_READS[req["op"]](self, req, held)}
+            reply = {"ok": True, **READS[req["op"]](self, req, held)}
         except Exception as exc:  # a failed read must not stop folding
             reply = _error(exc)
         conn.send(_re(req, reply))
@@ -516,68 +516,6 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
         step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         entry.steps[step["pos"]] = step
     return entry
-
-
-def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    return {"out": owner.store.output(req["run"], req["epoch"], req["pos"], req["att"])}
-
-
-def _read_runs(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    runs = owner.store.list_runs(
-        req.get("status"), req.get("workflow"), req.get("limit", 100), held
-    )
-    for run in runs:
-        entry = owner.state.runs.get(run["run"])
-        run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
-    return {"runs": runs}
-
-
-def _read_run(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    runs = owner.store.list_runs(None, None, 1 << 30, held)
-    run = next((r for r in runs if r["run"] == req["run"]), None)
-    if run is None:
-        raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
-    entry = owner.state.runs.get(req["run"])
-    run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
-    attempts = owner.store.attempts(req["run"], run["epoch"])
-    return {"run": run, "attempts": attempts, "result": owner.store.result(req["run"])}
-
-
-def _read_stats(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    return {
-        "stats": owner.stats
-        | owner.store.stats()
-        | {
-            "pid": os.getpid(),
-            "version": VERSION,
-            "uptime_s": round(time.time() - owner.started, 1),
-            "journal": str(owner.paths.db),
-            "journal_id": owner.store.journal_id,
-            "folded_lsn": owner.store.folded_lsn,
-            "log_end": owner.log.end,
-            "clients": len(owner.conns),
-            "loaded_runs": len(owner.state.runs),
-        }
-    }
-
-
-def _read_gc(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    doomed = owner.store.gc(req["older_than"], req["statuses"], held)
-    owner.inbox.append(("evict", doomed))
-    owner.wake_w.send(b"x")
-    return {"deleted": len(doomed)}
-
-
-_READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
-    "output": _read_output,
-    "runs": _read_runs,
-    "run": _read_run,
-    "run_ids": lambda o, r, h: {"runs": o.store.run_ids()},
-    "events": lambda o, r, h: {"events": o.store.events(r["after"], r.get("run"), r["limit"])},
-    "sql": lambda o, r, h: o.store.sql(r["sql"]),
-    "stats": _read_stats,
-    "gc": _read_gc,
-}
 
 
 def _take_lock(paths: JournalPaths, wait: float) -> int | None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
-from letitloop.kernel._codec import Codec, fingerprint, load_or_create_key
+from letitloop.kernel._codec import Codec, fingerprint
 from letitloop.kernel._context import (
     RunContext,
     current_run,
@@ -27,6 +27,7 @@ from letitloop.kernel._context import (
 )
 from letitloop.kernel._contract import Journal, StepRecord
 from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError
+from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions, JournalSpec
 from letitloop.kernel._state import error_dict
 

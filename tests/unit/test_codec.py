@@ -36,11 +36,10 @@ from letitloop.kernel._codec import (
     CODEC_TAGGED,
     Codec,
     fingerprint,
-    key_path,
-    load_or_create_key,
     preview,
 )
 from letitloop.kernel._errors import CodecError, ConfigError, TamperedDataError, UnencodableError
+from letitloop.kernel._keys import key_path, load_or_create_key
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -751,7 +750,7 @@ def test_corrupt_key_file_is_not_replaced(
 KEY_RACE_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from letitloop.kernel._codec import load_or_create_key
+    from letitloop.kernel._keys import load_or_create_key
     start = float(sys.argv[1])
     while time.time() < start:
         pass

@@ -1,0 +1,80 @@
+"""The owner's read operations: each runs on its database thread, after the fold.
+
+Every function takes the owner, the request and the runs whose leases are held (read from the
+live state, which only the event loop changes), and returns the reply's fields.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from letitloop import __version__ as VERSION
+from letitloop.kernel._errors import JournalError
+
+if TYPE_CHECKING:
+    from letitloop.kernel._owner import Owner
+
+
+def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {"out": owner.store.output(req["run"], req["epoch"], req["pos"], req["att"])}
+
+
+def _read_runs(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    runs = owner.store.list_runs(
+        req.get("status"), req.get("workflow"), req.get("limit", 100), held
+    )
+    for run in runs:
+        entry = owner.state.runs.get(run["run"])
+        run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
+    return {"runs": runs}
+
+
+def _read_run(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    runs = owner.store.list_runs(None, None, 1 << 30, held)
+    run = next((r for r in runs if r["run"] == req["run"]), None)
+    if run is None:
+        raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
+    entry = owner.state.runs.get(req["run"])
+    run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
+    attempts = owner.store.attempts(req["run"], run["epoch"])
+    return {"run": run, "attempts": attempts, "result": owner.store.result(req["run"])}
+
+
+def _read_stats(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {
+        "stats": owner.stats
+        | owner.store.stats()
+        | {
+            "pid": os.getpid(),
+            "version": VERSION,
+            "uptime_s": round(time.time() - owner.started, 1),
+            "journal": str(owner.paths.db),
+            "journal_id": owner.store.journal_id,
+            "folded_lsn": owner.store.folded_lsn,
+            "log_end": owner.log.end,
+            "clients": len(owner.conns),
+            "loaded_runs": len(owner.state.runs),
+        }
+    }
+
+
+def _read_gc(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    doomed = owner.store.gc(req["older_than"], req["statuses"], held)
+    owner.inbox.append(("evict", doomed))
+    owner.wake_w.send(b"x")
+    return {"deleted": len(doomed)}
+
+
+READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
+    "output": _read_output,
+    "runs": _read_runs,
+    "run": _read_run,
+    "run_ids": lambda o, r, h: {"runs": o.store.run_ids()},
+    "events": lambda o, r, h: {"events": o.store.events(r["after"], r.get("run"), r["limit"])},
+    "sql": lambda o, r, h: o.store.sql(r["sql"]),
+    "stats": _read_stats,
+    "gc": _read_gc,
+}
