@@ -10,7 +10,7 @@ import time
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from letitloop.kernel._codec import Codec
+from letitloop.kernel._codec import Codec, _json_decode
 from letitloop.kernel._contract import Journal, RunState, StepRecord
 from letitloop.kernel._errors import CodecError, NonDeterminismError, NotInDurableContextError
 from letitloop.kernel._records import Record
@@ -90,6 +90,11 @@ class RunContext:
         """Decode a completed step's journaled output (fetching it if it was too big to inline)."""
         assert rec.codec is not None
         data = rec.output
+        if rec.codec == "json" and data is not None:  # the common case, decoded directly
+            try:
+                return _json_decode(data.decode("utf-8"))
+            except ValueError:
+                pass  # the codec reports it properly
         if data is None:
             codec, data = self.journal.get_output(
                 self.run_id, self.epoch, rec.position, rec.attempt
