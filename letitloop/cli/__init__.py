@@ -31,7 +31,11 @@ COMMANDS = {
     ),
     "effects": ("letitloop.cli._effects", "effects", "Find and resolve side effects in doubt."),
     "journal": ("letitloop.cli._journal", "journal", "The journal file and its owner process."),
-    "runs": ("letitloop.cli._runs", "runs", "List, inspect, reset and garbage-collect runs."),
+    "runs": (
+        "letitloop.cli._runs",
+        "runs",
+        "List, inspect, retry, reset and gc runs.",
+    ),
 }
 
 

@@ -19,7 +19,7 @@ GC_STATUSES = ("completed", "failed", "reset", "interrupted")
 
 @click.group()
 def runs() -> None:
-    """List, inspect, reset and garbage-collect runs."""
+    """List, inspect, retry, reset and gc runs."""
 
 
 @runs.command("list")
@@ -217,6 +217,36 @@ def reset_cmd(run: str, yes: bool, by: str | None, as_json: bool) -> None:
             f"{after.status} in epoch {after.epoch}: the next call of {after.workflow} with the "
             "same arguments runs every step again"
         ),
+    )
+
+
+@runs.command("retry")
+@click.argument("run")
+@click.option(
+    "--step", metavar="NAME|POSITION", help="Which dead-lettered step (default: the one)."
+)
+@click.option("--by", metavar="NAME", help="Who re-arms it (default: user@host).")
+@json_option
+@journal_option
+def retry_cmd(run: str, step: str | None, by: str | None, as_json: bool) -> None:
+    """Give a dead-lettered step a fresh attempt budget; the next call runs it again.
+
+    Its earlier attempts stay in the journal.
+
+    \b
+    Example:
+        lil runs retry pipeline.main:customer-42
+    """
+    journal = open_cli_journal()
+    run_id = journal.find_run(run)
+    target: str | int | None = int(step) if step and step.isdigit() else step
+    journal.rearm_step(run_id, by or who(), target)
+    if as_json:
+        out.emit_json({"run_id": run_id, "rearmed": True, "step": target})
+        return
+    out.say(
+        out.text(f"re-armed {run_id}", "bold"),
+        out.text("the dead-lettered step gets a fresh attempt budget when the run is called again"),
     )
 
 

@@ -424,6 +424,9 @@ class OwnerJournal:
     def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
         self._call({"op": "resolve", "run": run_id, "marker": marker, "res": resolution, "by": by})
 
+    def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
+        self._call({"op": "rearm", "run": run_id, "step": step, "by": by})
+
     def reset_run(self, run_id: str, by: str) -> None:
         self._call({"op": "reset", "run": run_id, "by": by})
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from letitloop.kernel._codec import Codec, _json_decode
 from letitloop.kernel._contract import Journal, RunState, StepRecord
 from letitloop.kernel._errors import CodecError, NonDeterminismError, NotInDurableContextError
+from letitloop.kernel._policy import StepOptions
 from letitloop.kernel._records import Record
 from letitloop.kernel._state import error_dict
 
@@ -26,12 +27,16 @@ class StepInfo(NamedTuple):
     attempt: int
     kind: str
     idempotency_key: str
+    feedback: str | None = None  # the validator's critique of the previous attempt, if any
 
 
 class RunContext:
     """One executing run. Positions are handed out in call order under a lock."""
 
-    def __init__(self, journal: Journal, codec: Codec, state: RunState) -> None:
+    def __init__(
+        self, journal: Journal, codec: Codec, state: RunState, defaults: StepOptions | None = None
+    ) -> None:
+        self.defaults = defaults or StepOptions()
         self.journal = journal
         self.codec = codec
         self.state = state
@@ -126,7 +131,9 @@ class RunContext:
             "err", *ident, err=error_dict(exc), codec=codec, out=data, next=self.next_position
         )
 
-    def step_info(self, pos: int, att: int, kind: str, name: str) -> StepInfo:
+    def step_info(
+        self, pos: int, att: int, kind: str, name: str, feedback: str | None = None
+    ) -> StepInfo:
         raw = f"{self.journal.journal_id}/{self.run_id}/{self.epoch}/{pos}".encode()
         return StepInfo(
             run_id=self.run_id,
@@ -135,6 +142,7 @@ class RunContext:
             attempt=att,
             kind=kind,
             idempotency_key="lil-" + hashlib.sha256(raw).hexdigest()[:32],
+            feedback=feedback,
         )
 
 
@@ -147,7 +155,7 @@ _DIVERGED_FIX = (
 current_run: ContextVar[RunContext | None] = ContextVar("letitloop_run", default=None)
 # what current_step() describes: (run, position, attempt, kind, name); the StepInfo with its
 # hashed idempotency key is only built when asked for, not for every step that runs
-StepRef = tuple[RunContext, int, int, str, str]
+StepRef = tuple[RunContext, int, int, str, str, "str | None"]
 current_step_var: ContextVar[StepRef | None] = ContextVar("letitloop_step", default=None)
 
 
@@ -170,5 +178,5 @@ def current_step() -> StepInfo:
             "current_step() was called outside a step function or atomic_marker block",
             fix="call it inside the function passed to step(), or inside `with atomic_marker(...)`",
         )
-    ctx, pos, att, kind, name = ref
-    return ctx.step_info(pos, att, kind, name)
+    ctx, pos, att, kind, name, feedback = ref
+    return ctx.step_info(pos, att, kind, name, feedback)

@@ -9,6 +9,7 @@
     ├── NonDeterminismError         replay met a different step than the journal recorded
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
+    ├── DeadLetteredError           a step used up its retry or validation attempts
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
@@ -125,3 +126,9 @@ class TamperedDataError(CodecError):
     """An authenticated blob failed its HMAC check; it is never loaded."""
 
     title = "journal data failed authentication"
+
+
+class DeadLetteredError(LetItLoopError):
+    """A step used up its attempts; the run stops there until the step is re-armed."""
+
+    title = "step dead-lettered"

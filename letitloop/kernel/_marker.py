@@ -108,7 +108,7 @@ def atomic_marker(name: str, reconcile: Reconcile | None = None) -> Iterator[boo
         att = rec.attempt + 1
     ident = (pos, att, "marker", name, "")
     ctx.journal.append([ctx.record("step", *ident)])  # the intent is durable before the block
-    token = current_step_var.set((ctx, pos, att, "marker", name))
+    token = current_step_var.set((ctx, pos, att, "marker", name, None))
     try:
         yield True
     except BaseException as exc:

@@ -31,6 +31,7 @@ from letitloop.kernel._state import (
     JournalState,
     RunEntry,
     holder_label,
+    rearm_record,
     reset_record,
     resolve_record,
     run_state,
@@ -225,6 +226,13 @@ class MemoryJournal:
             if entry is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             self._write([resolve_record(entry, marker, resolution, by)])
+
+    def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            self._write([rearm_record(entry, step, by)])
 
     def reset_run(self, run_id: str, by: str) -> None:
         with self.store.cond:

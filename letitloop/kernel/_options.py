@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 from letitloop.kernel._errors import ConfigError
+from letitloop.kernel._policy import Retry, StepOptions
 
 if TYPE_CHECKING:
     from letitloop.kernel._contract import Journal
@@ -26,6 +27,8 @@ class DurableOptions:
         lock_timeout: seconds to wait when another process is executing the same run, before
             raising ``RunLockedError``; 0 raises at once.
         allow_pickle: store outputs that have no readable encoding as HMAC-authenticated pickle.
+        retry: the ``Retry`` policy of every step that does not give its own.
+        timeout: seconds each attempt of a step may take, unless the step says otherwise.
     """
 
     name: str | None = None
@@ -33,6 +36,11 @@ class DurableOptions:
     journal: JournalSpec = None
     lock_timeout: float = 0.0
     allow_pickle: bool = True
+    retry: Retry | None = None
+    timeout: float | None = None
+
+    def step_defaults(self) -> StepOptions:
+        return StepOptions(retry=self.retry, timeout=self.timeout)
 
     def __post_init__(self) -> None:
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):

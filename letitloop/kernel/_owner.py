@@ -44,6 +44,7 @@ from letitloop.kernel._state import (
     _WIRE_FIELDS,
     JournalState,
     RunEntry,
+    rearm_record,
     reset_record,
     resolve_record,
 )
@@ -261,7 +262,7 @@ class Owner:
             raise JournalError("the first request on a connection must be hello")
         run_id: str = req.get("run") or ""
         unloaded = run_id and run_id not in self.state.runs and run_id in self.known
-        if op in ("open_run", "resolve", "reset", "relock", "release") and unloaded:
+        if op in ("open_run", "resolve", "rearm", "reset", "relock", "release") and unloaded:
             self._park_load(run_id, conn, req)
             return
         if op == "open_run":
@@ -284,13 +285,14 @@ class Owner:
                     return
             self.state.relock(req["runs"], conn.session)
             replies.append((conn, _re(req, {"ok": True})))
-        elif op in ("resolve", "reset"):
+        elif op in ("resolve", "rearm", "reset"):
             entry = self._entry(run_id)
-            rec = (
-                resolve_record(entry, req["marker"], req["res"], req["by"])
-                if op == "resolve"
-                else reset_record(entry, req["by"])
-            )
+            if op == "resolve":
+                rec = resolve_record(entry, req["marker"], req["res"], req["by"])
+            elif op == "rearm":
+                rec = rearm_record(entry, req.get("step"), req["by"])
+            else:
+                rec = reset_record(entry, req["by"])
             if self.state.check(rec, conn.session):
                 self.state.apply(rec)
                 batch.append((rec, True))

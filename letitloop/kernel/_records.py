@@ -57,7 +57,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "reset": {"run": _STR, "epoch": _INT, "by": _STR, "ts": _NUM},
 }
 STEP_KINDS = frozenset({"step", "marker", "child"})
-RESOLUTIONS = frozenset({"done", "redo"})
+RESOLUTIONS = frozenset({"done", "redo", "rearm"})  # rearm: a dead-lettered step
 _INT_LIMIT = 2**31
 
 
@@ -82,7 +82,7 @@ def validate(rec: object) -> Record:
     if "kind" in fields and rec["kind"] not in STEP_KINDS:
         raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
-        raise JournalError(f"resolution must be 'done' or 'redo', got {rec['res']!r}")
+        raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
+from letitloop.kernel._attempts import Attempts, dead_lettered, is_dead, time_limit
 from letitloop.kernel._codec import Codec, fingerprint
 from letitloop.kernel._context import (
     RunContext,
@@ -29,6 +30,7 @@ from letitloop.kernel._contract import Journal, StepRecord
 from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError
 from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions, JournalSpec
+from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
 from letitloop.kernel._state import error_dict
 
 P = ParamSpec("P")
@@ -118,7 +120,7 @@ class _Invocation:
         if state.status == "completed":
             assert state.result is not None
             return _Done(self.codec.decode(*state.result, what=f"result of run {self.run_id}"))
-        return RunContext(self.journal, self.codec, state)
+        return RunContext(self.journal, self.codec, state, self.opts.step_defaults())
 
     def finish_record(self, ctx: RunContext, result: Any) -> dict[str, Any]:
         codec, data = self.codec.encode(
@@ -310,6 +312,8 @@ def _begin_step(ctx: RunContext, name: str, kind: str, args: Any, kwargs: Any) -
     rec = ctx.replayed(pos, kind, name, fp)
     if rec is not None and rec.status == "completed":
         return pos, fp, rec, 0
+    if rec is not None and is_dead(rec):  # stays stopped until someone re-arms it
+        raise dead_lettered(ctx.run_id, name, pos, "its last journaled attempt")
     if rec is not None and rec.status == "failed" and ctx.has_later(pos):
         return pos, fp, rec, 0
     return pos, fp, rec, (rec.attempt + 1 if rec else 1)
@@ -328,27 +332,42 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     ctx = current_run.get() or require_run("step()")
     if type(name) is not str or not name:
         _check_name(name, "step")
+    opts = ctx.defaults.merged(pop_step_options(kwargs))
     pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
     if att == 0:
         if rec.next_position is None and rec.status == "completed":
             return ctx.output(rec)  # type: ignore[no-any-return]  # replay, the hot path
         return _replayed_value(ctx, rec)  # type: ignore[no-any-return]
-    ident = (pos, att, _kind, name, fp)
-    ctx.journal.append([ctx.record("step", *ident)], sync=False)
-    token = current_step_var.set((ctx, pos, att, _kind, name))
-    try:
-        out = fn(*args, **kwargs)
-    except Exception as exc:
-        ctx.journal.append([ctx.error_record(exc, ident)])
-        raise
-    finally:
-        current_step_var.reset(token)
+    tries = Attempts(ctx, (pos, _kind, name, fp), rec, opts)
+    while True:
+        CLOCK.sleep(tries.wait())
+        ident = tries.ident()
+        ctx.journal.append([ctx.record("step", *ident)], sync=False)
+        token = current_step_var.set((ctx, pos, tries.att, _kind, name, tries.feedback))
+        try:
+            with time_limit(opts.timeout, name):
+                out = fn(*args, **tries.kwargs(fn, kwargs))
+        except Exception as exc:
+            if not _policied(opts):
+                ctx.journal.append([ctx.error_record(exc, ident)])
+                raise
+            tries.failed(exc)  # journals it; raises unless there is another attempt
+            continue
+        finally:
+            current_step_var.reset(token)
+        if not tries.rejected(out):
+            break
     codec, data = ctx.codec.encode(
         out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
     )
     nxt = ctx.next_position if ctx.next_position > pos + 1 else None
     ctx.journal.append([ctx.record("ok", *ident, codec=codec, out=data, next=nxt)])
     return out
+
+
+def _policied(opts: StepOptions) -> bool:
+    """Whether failures go through the retry/validation bookkeeping, or just fail the step."""
+    return opts.retry is not None or opts.validate is not None or opts.timeout is not None
 
 
 def async_step(
@@ -361,8 +380,9 @@ def async_step(
     """
     ctx = require_run("async_step()")
     _check_name(name, "step")
+    opts = ctx.defaults.merged(pop_step_options(kwargs))
     pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
-    return _async_body(ctx, (pos, att, _kind, name, fp), rec, fn, args, kwargs)
+    return _async_body(ctx, (pos, att, _kind, name, fp), rec, fn, args, kwargs, opts)
 
 
 async def _async_body(
@@ -372,32 +392,52 @@ async def _async_body(
     fn: Callable[..., Any],
     args: Any,
     kwargs: Any,
+    opts: StepOptions,
 ) -> Any:
     import asyncio
 
-    pos, att, kind, name, _fp = ident
+    pos, att, kind, name, fp = ident
     if att == 0:
         assert rec is not None
         if rec.output is None and rec.status == "completed":
             return await asyncio.to_thread(ctx.output, rec)
         return _replayed_value(ctx, rec)
-    ctx.journal.append([ctx.record("step", *ident)], sync=False)
-    token = current_step_var.set((ctx, pos, att, kind, name))
-    try:
-        out = fn(*args, **kwargs)
-        if inspect.isawaitable(out):
-            out = await out
-    except Exception as exc:
-        await asyncio.to_thread(ctx.journal.append, [ctx.error_record(exc, ident)])
-        raise
-    finally:
-        current_step_var.reset(token)
+    tries = Attempts(ctx, (pos, kind, name, fp), rec, opts)
+    while True:
+        await CLOCK.asleep(tries.wait())
+        ident = tries.ident()
+        ctx.journal.append([ctx.record("step", *ident)], sync=False)
+        token = current_step_var.set((ctx, pos, tries.att, kind, name, tries.feedback))
+        try:
+            out = fn(*args, **tries.kwargs(fn, kwargs))
+            if inspect.isawaitable(out):
+                try:  # a real cancellation: the attempt stops where it awaits
+                    out = await asyncio.wait_for(out, opts.timeout)
+                except TimeoutError:
+                    raise StepTimeout(
+                        f"step {name!r} ran past its timeout of {opts.timeout} s"
+                    ) from None
+        except Exception as exc:
+            if not _policied(opts):
+                await asyncio.to_thread(ctx.journal.append, [ctx.error_record(exc, ident)])
+                raise
+            await asyncio.to_thread(_failed_later, tries, exc)
+            continue
+        finally:
+            current_step_var.reset(token)
+        if not await asyncio.to_thread(tries.rejected, out):
+            break
     codec, data = ctx.codec.encode(
         out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
     )
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=None)
     await asyncio.to_thread(ctx.journal.append, [ok])
     return out
+
+
+def _failed_later(tries: Attempts, exc: BaseException) -> None:
+    """``Attempts.failed`` off the event loop (it journals); the wait happens in the loop."""
+    tries.failed(exc)
 
 
 def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any) -> Any:

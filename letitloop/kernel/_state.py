@@ -242,6 +242,16 @@ class JournalState:
 
     def _check_resolve(self, entry: RunEntry, rec: Record) -> None:
         step = entry.steps.get(rec["pos"])
+        if rec["res"] == "rearm":
+            err = (step or {}).get("err") or {}
+            if step is None or step["att"] != rec["att"] or not err.get("dead") or step.get("res"):
+                raise JournalError(
+                    f"position {rec['pos']} of run {entry.run_id} is not a dead-lettered step",
+                    fix=f"see the run with `lil runs show {entry.run_id}`",
+                    run_id=entry.run_id,
+                    position=rec["pos"],
+                )
+            return
         if step is None or step["kind"] != "marker" or step["att"] != rec["att"]:
             raise JournalError(
                 f"no marker attempt {rec['att']} at position {rec['pos']} in run {entry.run_id}",
@@ -311,6 +321,8 @@ class JournalState:
             "fp": rec["fp"],
             "status": status,
         }
+        if rec["k"] == "step" and old is not None and rec["kind"] == "step":
+            step["err"] = old.get("err")  # the policy's counts, wait and critique carry forward
         if rec["k"] != "step":
             out = rec.get("out")
             big = out is not None and len(out) > self.inline_limit
@@ -379,6 +391,39 @@ def resolve_record(entry: RunEntry, marker: str | int, resolution: str, by: str)
             "pos": step["pos"],
             "att": step["att"],
             "res": resolution,
+            "by": by,
+            "ts": time.time(),
+        }
+    )
+
+
+def rearm_record(entry: RunEntry, step: str | int | None, by: str) -> Record:
+    """The record that gives a dead-lettered step (by name or position, or the only one) a new
+    attempt budget."""
+    dead = [
+        s
+        for s in entry.steps.values()
+        if (s.get("err") or {}).get("dead")
+        and not s.get("res")
+        and s["status"] == "failed"
+        and step in (None, s["pos"], s["name"])
+    ]
+    if not dead:
+        raise JournalError(
+            f"run {entry.run_id} has no dead-lettered step"
+            + (f" {step!r}" if step is not None else ""),
+            fix=f"see its steps with `lil runs show {entry.run_id}`",
+            run_id=entry.run_id,
+        )
+    s = dead[-1]
+    return validate(
+        {
+            "k": "resolve",
+            "run": entry.run_id,
+            "epoch": entry.epoch,
+            "pos": s["pos"],
+            "att": s["att"],
+            "res": "rearm",
             "by": by,
             "ts": time.time(),
         }

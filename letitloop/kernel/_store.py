@@ -234,7 +234,10 @@ class Store:
         r_codec, result, error, started_by = row[11:]
         steps = self.db.execute(
             "SELECT position, attempt, kind, name, fingerprint, status, codec, "
-            "CASE WHEN size <= 65536 THEN output END, size > 65536, error, next_position, "
+            "CASE WHEN size <= 65536 THEN output END, size > 65536, "
+            # a started step attempt carries the previous failure forward, as the live state does
+            "CASE WHEN status = 'started' AND kind = 'step' THEN coalesce(error, lag(error) "
+            "OVER (PARTITION BY position ORDER BY attempt)) ELSE error END, next_position, "
             "resolution, resolved_by FROM steps WHERE run_id = ? AND epoch = ? "
             "QUALIFY row_number() OVER (PARTITION BY position ORDER BY attempt DESC) = 1",
             [run_id, epoch],

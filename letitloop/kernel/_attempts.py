@@ -1,0 +1,194 @@
+"""The attempts of one step call under its policy: what each failure journals, and what next.
+
+A failed attempt's ``err`` record carries, besides the error, the policy's bookkeeping: its class
+(see ``kernel._policy``), the transport and validation failures counted against the current
+budget (``tries``, ``vtries``), the validator's critique (``feedback``), when the next attempt may
+start (``retry_at``) and whether the step is dead-lettered (``dead``). Everything needed to go on
+after a crash is therefore in the journal: the wait, the counts and the critique.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from letitloop.kernel._context import RunContext
+from letitloop.kernel._contract import StepRecord
+from letitloop.kernel._errors import ConfigError, DeadLetteredError
+from letitloop.kernel._policy import (
+    CLOCK,
+    INVALID,
+    NO_RETRY,
+    TIMEOUT,
+    TRANSIENT,
+    Invalid,
+    StepOptions,
+    StepTimeout,
+    classify,
+)
+from letitloop.kernel._state import error_dict
+
+
+class Attempts:
+    """Bookkeeping for the attempts of one step call; the caller runs the function."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        ident: tuple[int, str, str, str],
+        rec: StepRecord | None,
+        opts: StepOptions,
+    ) -> None:
+        self.ctx, self.opts = ctx, opts
+        self.pos, self.kind, self.name, self.fp = ident
+        self.retry = opts.retry or NO_RETRY
+        self.att = rec.attempt + 1 if rec else 1
+        prior = rec.error if rec is not None and rec.status != "completed" else None
+        fresh = prior is None or rec is None or rec.resolution == "rearm"
+        self.tries = 0 if fresh else int(prior.get("tries", 0))  # type: ignore[union-attr]
+        self.vtries = 0 if fresh else int(prior.get("vtries", 0))  # type: ignore[union-attr]
+        self.feedback: str | None = prior.get("feedback") if prior else None
+        self.retry_at: float | None = None if fresh else prior.get("retry_at")  # type: ignore[union-attr]
+
+    def ident(self) -> tuple[int, int, str, str, str]:
+        return (self.pos, self.att, self.kind, self.name, self.fp)
+
+    def wait(self) -> float:
+        """Seconds still to wait before this attempt (a backoff journaled before a crash)."""
+        if self.retry_at is None:
+            return 0.0
+        return max(0.0, self.retry_at - CLOCK.time())
+
+    def kwargs(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's keywords, plus ``feedback=`` for a function that takes it."""
+        if self.feedback is not None and _takes_feedback(fn):
+            return {**kwargs, "feedback": self.feedback}
+        return kwargs
+
+    def failed(self, exc: BaseException) -> float:
+        """Journal a failed attempt; return the wait before the next, or raise to give up."""
+        cls = classify(exc, self.retry)
+        retrying = cls in (TRANSIENT, TIMEOUT)
+        if retrying:
+            self.tries += 1
+        again = retrying and self.tries < self.retry.attempts
+        delay = self.retry.delay(self.tries) if again else 0.0
+        dead = retrying and not again and self.retry.attempts > 1
+        self._journal(exc, cls, retry_at=CLOCK.time() + delay if again else None, dead=dead)
+        if dead:
+            raise self._dead(f"{self.tries} attempts") from exc
+        if not again:
+            raise exc
+        return delay
+
+    def rejected(self, out: Any) -> bool:
+        """Run ``validate=`` on an output: True means journaled as invalid, run again now."""
+        if self.opts.validate is None:
+            return False
+        try:
+            verdict = self.opts.validate(out)
+        except Invalid as exc:
+            verdict = exc
+        if verdict is True or verdict is None:
+            return False
+        reason = verdict.reason if isinstance(verdict, Invalid) else "the output was rejected"
+        self.vtries += 1
+        self.feedback = reason
+        dead = self.vtries >= self.opts.max_validation_attempts
+        self._journal(Invalid(reason), INVALID, retry_at=None, dead=dead, output=out)
+        if dead:
+            raise self._dead(f"{self.vtries} rejected outputs (last: {reason})")
+        return True
+
+    def _journal(
+        self,
+        exc: BaseException,
+        cls: str,
+        *,
+        retry_at: float | None,
+        dead: bool,
+        output: Any = None,
+    ) -> None:
+        err = error_dict(exc) | {
+            "class": cls,
+            "tries": self.tries,
+            "vtries": self.vtries,
+            "feedback": self.feedback,
+            "retry_at": retry_at,
+            "dead": dead,
+        }
+        codec = data = None
+        try:  # the exception, or the rejected output, kept for people to look at
+            codec, data = self.ctx.codec.encode(exc if cls != INVALID else output, what="error")
+        except Exception:
+            pass
+        rec = self.ctx.record(
+            "err", *self.ident(), err=err, codec=codec, out=data, next=self.ctx.next_position
+        )
+        self.ctx.journal.append([rec])
+        self.att += 1
+        self.retry_at = retry_at
+
+    def _dead(self, why: str) -> DeadLetteredError:
+        return dead_lettered(self.ctx.run_id, self.name, self.pos, why)
+
+
+def dead_lettered(run_id: str, name: str, pos: int, why: str) -> DeadLetteredError:
+    return DeadLetteredError(
+        f"step {name!r} (position {pos}) of run {run_id} is dead-lettered after {why}",
+        fix=f"see its attempts with `lil runs show {run_id}`; fix the cause, then `lil runs retry "
+        f"{run_id}` gives it a fresh attempt budget (its history is kept)",
+        run_id=run_id,
+        step=name,
+        position=pos,
+    )
+
+
+def is_dead(rec: StepRecord) -> bool:
+    return bool(
+        rec.status == "failed" and rec.error and rec.error.get("dead") and rec.resolution != "rearm"
+    )
+
+
+@functools.cache
+def _takes_feedback(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "feedback" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+@contextmanager
+def time_limit(seconds: float | None, name: str) -> Iterator[None]:
+    """Interrupt a synchronous attempt after ``seconds`` with ``StepTimeout`` (SIGALRM).
+
+    Limits: only in the main thread (elsewhere, use ``async_step``, which cancels for real); the
+    exception arrives between Python bytecodes, so a long call in C is interrupted when it
+    returns; code that catches every exception can swallow it.
+    """
+    if seconds is None:
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        raise ConfigError(
+            f"timeout= on the synchronous step {name!r} needs the main thread",
+            fix="call it from the main thread, or make it an async step (async_step) where "
+            "timeouts cancel the attempt",
+        )
+
+    def expire(signum: int, frame: Any) -> None:
+        raise StepTimeout(f"step {name!r} ran past its timeout of {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

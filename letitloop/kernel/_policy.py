@@ -1,0 +1,182 @@
+"""Step policies for AI work, declared once: retries, timeouts and semantic validation.
+
+``Retry`` and ``StepOptions`` are accepted by ``@durable`` (defaults for every step of the run)
+and by ``step()`` / ``async_step()`` (per call, as keywords ``retry=``, ``timeout=``,
+``validate=``, ``max_validation_attempts=``). Every failed attempt is journaled with its class:
+
+    transient   worth retrying: connection errors, timeouts of the callee, 408/429/5xx answers
+    timeout     the attempt ran past ``timeout=`` seconds
+    permanent   retrying will not help (our own configuration errors, other 4xx, anything else)
+    invalid     the output failed ``validate=``; the next attempt sees the critique
+
+A transient or timed-out attempt is retried after an exponential backoff with full jitter; the
+time of the next attempt is journaled, so a process killed while waiting resumes the wait, not
+restarts it. A step that exhausts its attempts is *dead-lettered*: the run fails, and calling it
+again raises ``DeadLetteredError`` until ``lil runs retry RUN`` re-arms the step.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from letitloop.kernel._errors import ConfigError, LetItLoopError
+
+TRANSIENT, PERMANENT, TIMEOUT, INVALID = "transient", "permanent", "timeout", "invalid"
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+_TRANSIENT_NAMES = (
+    "ratelimit",
+    "timeout",
+    "serviceunavailable",
+    "apiconnection",
+    "internalserver",
+    "overloaded",
+    "temporar",
+)
+
+
+class Invalid(Exception):
+    """A validation verdict: ``validate=`` returns or raises ``Invalid("why")``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StepTimeout(TimeoutError):
+    """An attempt ran past its ``timeout=``."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a step retries transient failures.
+
+    Attributes:
+        attempts: attempts in all, the first included (1 = no retry).
+        backoff: the wait before the second attempt, in seconds.
+        multiplier: each later wait is this much longer, up to ``max_backoff``.
+        max_backoff: the longest wait, in seconds.
+        jitter: wait a uniformly random time up to the computed one ("full jitter"), so that
+            many clients failing together do not retry together.
+        retry_on: exception types that are always transient, whatever the default says.
+        classify: a hook ``exc -> "transient" | "permanent" | None`` (None: use the default).
+    """
+
+    attempts: int = 3
+    backoff: float = 1.0
+    multiplier: float = 2.0
+    max_backoff: float = 60.0
+    jitter: bool = True
+    retry_on: tuple[type[BaseException], ...] = ()
+    classify: Callable[[BaseException], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ConfigError(f"Retry(attempts=) must be an int >= 1, got {self.attempts!r}")
+        if self.backoff < 0 or self.max_backoff < 0 or self.multiplier < 1:
+            raise ConfigError(
+                "Retry needs backoff >= 0, max_backoff >= 0 and multiplier >= 1",
+                fix="e.g. Retry(attempts=5, backoff=1.0, multiplier=2.0, max_backoff=60)",
+            )
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th failed attempt."""
+        ceiling = min(self.max_backoff, self.backoff * self.multiplier ** (failures - 1))
+        return random.uniform(0, ceiling) if self.jitter else ceiling
+
+
+NO_RETRY = Retry(attempts=1)
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """Per-step policy; ``@durable`` takes the same fields as defaults for every step."""
+
+    retry: Retry | None = None
+    timeout: float | None = None
+    validate: Callable[[Any], object] | None = None
+    max_validation_attempts: int = 3
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and (
+            not isinstance(self.timeout, (int, float)) or self.timeout <= 0
+        ):
+            raise ConfigError(f"timeout must be a number of seconds > 0, got {self.timeout!r}")
+        if self.max_validation_attempts < 1:
+            raise ConfigError("max_validation_attempts must be >= 1")
+
+    def merged(self, over: StepOptions | None) -> StepOptions:
+        """These defaults, with every field the per-step options set replaced."""
+        if over is None:
+            return self
+        return StepOptions(
+            retry=over.retry or self.retry,
+            timeout=over.timeout if over.timeout is not None else self.timeout,
+            validate=over.validate or self.validate,
+            max_validation_attempts=over.max_validation_attempts,
+        )
+
+
+STEP_KEYWORDS = frozenset({"retry", "timeout", "validate", "max_validation_attempts"})
+
+
+def pop_step_options(kwargs: dict[str, Any]) -> StepOptions | None:
+    """Take the policy keywords out of a ``step()`` call's keywords; the rest go to the function."""
+    if not kwargs or STEP_KEYWORDS.isdisjoint(kwargs):
+        return None
+    found = {k: kwargs.pop(k) for k in STEP_KEYWORDS & kwargs.keys()}
+    return StepOptions(**found)
+
+
+def classify(exc: BaseException, retry: Retry) -> str:
+    """The class of a failed attempt: the user's hook first, then the defaults above."""
+    if retry.classify is not None:
+        verdict = retry.classify(exc)
+        if verdict in (TRANSIENT, PERMANENT):
+            return verdict
+    if isinstance(exc, StepTimeout):
+        return TIMEOUT
+    if retry.retry_on and isinstance(exc, retry.retry_on):
+        return TRANSIENT
+    if isinstance(exc, LetItLoopError):
+        return PERMANENT  # our own configuration: retrying cannot fix it
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return TRANSIENT
+    status = _status_code(exc)
+    if status is not None:
+        return TRANSIENT if status in _TRANSIENT_STATUS or status >= 500 else PERMANENT
+    name = type(exc).__name__.lower()
+    return TRANSIENT if any(n in name for n in _TRANSIENT_NAMES) else PERMANENT
+
+
+def _status_code(exc: BaseException) -> int | None:
+    """An HTTP status carried by provider errors (openai, anthropic, httpx, requests styles)."""
+    for holder in (exc, getattr(exc, "response", None)):
+        for attr in ("status_code", "status", "http_status"):
+            value = getattr(holder, attr, None)
+            if isinstance(value, int) and 100 <= value < 600:
+                return value
+    return None
+
+
+class Clock:
+    """Time as the policies see it; tests replace ``CLOCK`` to check backoffs without waiting."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        import asyncio
+
+        if seconds > 0:
+            await asyncio.sleep(seconds)
+
+
+CLOCK = Clock()
