@@ -27,6 +27,10 @@ _EXPORTS = {
     "NonDeterminismError": "letitloop.kernel._errors",
     "InDoubtError": "letitloop.kernel._errors",
     "RunLockedError": "letitloop.kernel._errors",
+    "DeadLetteredError": "letitloop.kernel._errors",
+    "Retry": "letitloop.kernel._policy",
+    "Invalid": "letitloop.kernel._policy",
+    "StepOptions": "letitloop.kernel._policy",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from letitloop.kernel._client import open_journal
     from letitloop.kernel._context import current_step
     from letitloop.kernel._errors import (
+        DeadLetteredError,
         InDoubtError,
         LetItLoopError,
         NonDeterminismError,
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._memory import MemoryJournal
     from letitloop.kernel._options import DurableOptions
+    from letitloop.kernel._policy import Invalid, Retry, StepOptions
     from letitloop.kernel._runtime import async_step, durable, durable_async, step
 
 
