@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from letitloop.kernel._store import Store
 
 FOLD_DELAY = 0.02
+# runs kept in memory; older idle ones are reloaded from DuckDB when touched again
+MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
 HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
 
 
@@ -424,8 +426,24 @@ class Owner:
         for rec, f in zip(records, frames, strict=True):
             lsn += len(f)
             items.append((lsn, rec))
+            entry = self.state.runs.get(rec["run"])
+            if entry is not None:
+                entry.last_lsn = lsn
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
+        if len(self.state.runs) > MAX_LOADED_RUNS:
+            self._evict()
         self._push(items)
+
+    def _evict(self) -> None:
+        """Forget the least recently updated runs that no process holds and that DuckDB has in
+        full; touching one again loads it from there. Keeps the owner's memory bounded."""
+        folded = self.store.folded_lsn
+        idle = sorted(
+            (e for e in self.state.runs.values() if e.holder is None and e.last_lsn <= folded),
+            key=lambda e: e.updated,
+        )
+        for entry in idle[: len(self.state.runs) - MAX_LOADED_RUNS * 4 // 5]:
+            del self.state.runs[entry.run_id]
 
     def _push(self, items: list[tuple[int, Record]]) -> None:
         subs = [c for c in self.conns.values() if c.subscribed]
@@ -556,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ready-fd", type=int, default=-1, help="written to once listening")
     args = parser.parse_args(argv)
     sys.setswitchinterval(0.0005)  # the loop must get the GIL back quickly from the db thread
+    import gc
+
+    gc.set_threshold(50_000, 20, 100)  # the live state is many small dicts: collect rarely
     paths = JournalPaths(Path(args.journal).resolve())
     lock_fd = _take_lock(paths, wait=10.0)
     if lock_fd is None:

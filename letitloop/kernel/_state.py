@@ -44,6 +44,7 @@ class RunEntry:
         self.orphan_of: str | None = None
         self.started_by: str | None = None
         self.current: str | None = None
+        self.last_lsn = 0  # the owner's: position of this run's newest record in its log
 
     def wire(self) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""

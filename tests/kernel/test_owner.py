@@ -194,3 +194,31 @@ def test_owner_that_cannot_start_is_reported_at_once_with_its_log(journal_path: 
         OwnerJournal(journal_path)
     assert time.monotonic() - t0 < 10
     assert "exited with status" in str(err.value) and "corrupt" in str(err.value)
+
+
+def test_owner_memory_is_bounded_and_evicted_runs_reload(
+    journal_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIL_OWNER_MAX_RUNS", "5")
+    journal = OwnerJournal(journal_path)
+    calls: list[int] = []
+    state = {"fail": True}
+
+    @durable(journal=journal)
+    def flow(i: int) -> int:
+        out = step("double", lambda v: calls.append(v) or v * 2, i)
+        if i == 0 and state["fail"]:
+            raise RuntimeError("stop")
+        return out
+
+    with pytest.raises(RuntimeError):
+        flow(0)
+    assert [flow(i) for i in range(1, 20)] == [2 * i for i in range(1, 20)]
+    journal.sql("SELECT 1")  # a read: everything is folded, so old runs may be evicted
+    flow(100)
+    assert journal.stats()["loaded_runs"] <= 5
+    calls.clear()
+    assert flow(3) == 6  # an evicted completed run: its result, from DuckDB
+    state["fail"] = False
+    assert flow(0) == 0 and calls == []  # an evicted failed run resumes: step 0 replays
+    assert len(journal.list_runs(limit=100)) == 21
