@@ -31,6 +31,7 @@ _EXPORTS = {
     "Retry": "letitloop.kernel._policy",
     "Invalid": "letitloop.kernel._policy",
     "StepOptions": "letitloop.kernel._policy",
+    "record_cost": "letitloop.kernel._cost",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
     from letitloop.kernel._client import open_journal
     from letitloop.kernel._context import current_step
+    from letitloop.kernel._cost import record_cost
     from letitloop.kernel._errors import (
         DeadLetteredError,
         InDoubtError,

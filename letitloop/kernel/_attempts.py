@@ -70,7 +70,7 @@ class Attempts:
             return {**kwargs, "feedback": self.feedback}
         return kwargs
 
-    def failed(self, exc: BaseException) -> float:
+    def failed(self, exc: BaseException, cost: dict[str, Any] | None = None) -> float:
         """Journal a failed attempt; return the wait before the next, or raise to give up."""
         cls = classify(exc, self.retry)
         retrying = cls in (TRANSIENT, TIMEOUT)
@@ -79,14 +79,15 @@ class Attempts:
         again = retrying and self.tries < self.retry.attempts
         delay = self.retry.delay(self.tries) if again else 0.0
         dead = retrying and not again and self.retry.attempts > 1
-        self._journal(exc, cls, retry_at=CLOCK.time() + delay if again else None, dead=dead)
+        retry_at = CLOCK.time() + delay if again else None
+        self._journal(exc, cls, retry_at=retry_at, dead=dead, cost=cost)
         if dead:
             raise self._dead(f"{self.tries} attempts") from exc
         if not again:
             raise exc
         return delay
 
-    def rejected(self, out: Any) -> bool:
+    def rejected(self, out: Any, cost: dict[str, Any] | None = None) -> bool:
         """Run ``validate=`` on an output: True means journaled as invalid, run again now."""
         if self.opts.validate is None:
             return False
@@ -100,7 +101,7 @@ class Attempts:
         self.vtries += 1
         self.feedback = reason
         dead = self.vtries >= self.opts.max_validation_attempts
-        self._journal(Invalid(reason), INVALID, retry_at=None, dead=dead, output=out)
+        self._journal(Invalid(reason), INVALID, retry_at=None, dead=dead, output=out, cost=cost)
         if dead:
             raise self._dead(f"{self.vtries} rejected outputs (last: {reason})")
         return True
@@ -113,6 +114,7 @@ class Attempts:
         retry_at: float | None,
         dead: bool,
         output: Any = None,
+        cost: dict[str, Any] | None = None,
     ) -> None:
         err = error_dict(exc) | {
             "class": cls,
@@ -130,6 +132,8 @@ class Attempts:
         rec = self.ctx.record(
             "err", *self.ident(), err=err, codec=codec, out=data, next=self.ctx.next_position
         )
+        if cost:
+            rec["cost"] = cost
         self.ctx.journal.append([rec])
         self.att += 1
         self.retry_at = retry_at

@@ -471,6 +471,8 @@ def _run_info(r: dict[str, Any]) -> RunInfo:
         holder=r.get("holder"),
         parent=r.get("parent"),
         error=r.get("error"),
+        cost_micros=r.get("cost") or 0,
+        tokens=r.get("tokens") or 0,
     )
 
 
@@ -491,4 +493,8 @@ def _attempt(a: dict[str, Any]) -> AttemptInfo:
         resolution=a["res"],
         resolved_by=a["res_by"],
         preview=a.get("preview"),
+        cost_micros=a.get("cost") or 0,
+        tokens_in=a.get("tin") or 0,
+        tokens_out=a.get("tout") or 0,
+        model=a.get("model"),
     )

@@ -121,15 +121,20 @@ class RunContext:
             **f,
         }
 
-    def error_record(self, exc: BaseException, ident: tuple[Any, ...]) -> Record:
+    def error_record(
+        self, exc: BaseException, ident: tuple[Any, ...], cost: dict[str, Any] | None = None
+    ) -> Record:
         """The ``err`` record of a failed attempt, with the exception kept if it can be encoded."""
         try:
             codec, data = self.codec.encode(exc, what="exception")
         except CodecError:
             codec, data = None, None
-        return self.record(
+        rec = self.record(
             "err", *ident, err=error_dict(exc), codec=codec, out=data, next=self.next_position
         )
+        if cost:
+            rec["cost"] = cost
+        return rec
 
     def step_info(
         self, pos: int, att: int, kind: str, name: str, feedback: str | None = None

@@ -73,6 +73,8 @@ class RunInfo(NamedTuple):
     holder: str | None
     parent: str | None
     error: dict[str, Any] | None
+    cost_micros: int = 0  # spent by every attempt of the current epoch, in millionths of a USD
+    tokens: int = 0
 
 
 class AttemptInfo(NamedTuple):
@@ -93,6 +95,10 @@ class AttemptInfo(NamedTuple):
     resolution: str | None
     resolved_by: str | None
     preview: str | None = None
+    cost_micros: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model: str | None = None
 
 
 class RunDetail(NamedTuple):

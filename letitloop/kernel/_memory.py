@@ -90,6 +90,8 @@ def entry_info(entry: RunEntry) -> RunInfo:
         holder=holder_label(entry.holder) if entry.holder else None,
         parent=entry.parent,
         error=entry.error,
+        cost_micros=entry.cost_micros,
+        tokens=entry.tokens,
     )
 
 
@@ -297,6 +299,13 @@ def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) 
             next=rec.get("next"),
             preview=preview(rec["codec"], rec["out"]) if rec.get("out") is not None else None,
         )
+        cost = rec.get("cost") or {}
+        a.update(
+            cost_micros=cost.get("usd_micros", 0),
+            tokens_in=cost.get("in", 0),
+            tokens_out=cost.get("out", 0),
+            model=cost.get("model"),
+        )
 
 
 def attempt_info(a: dict[str, Any]) -> AttemptInfo:
@@ -316,4 +325,8 @@ def attempt_info(a: dict[str, Any]) -> AttemptInfo:
         resolution=a.get("res"),
         resolved_by=a.get("res_by"),
         preview=a.get("preview"),
+        cost_micros=a.get("cost_micros", 0),
+        tokens_in=a.get("tokens_in", 0),
+        tokens_out=a.get("tokens_out", 0),
+        model=a.get("model"),
     )

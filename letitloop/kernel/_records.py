@@ -81,9 +81,21 @@ def validate(rec: object) -> Record:
             raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
     if "kind" in fields and rec["kind"] not in STEP_KINDS:
         raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
+    cost = rec.get("cost")
+    if cost is not None and not _valid_cost(cost):
+        raise JournalError(f"journal record {rec['k']!r}: malformed cost {cost!r}")
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
+
+
+def _valid_cost(cost: object) -> bool:
+    """An attempt's cost: integer micro-dollars and token counts, and the model's name."""
+    return (
+        isinstance(cost, dict)
+        and all(type(cost.get(k)) is int and cost[k] >= 0 for k in ("usd_micros", "in", "out"))
+        and isinstance(cost.get("model"), (str, type(None)))
+    )
 
 
 def natural_key(rec: Record) -> str:

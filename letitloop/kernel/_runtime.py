@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
+from letitloop.kernel import _cost
 from letitloop.kernel._attempts import Attempts, dead_lettered, is_dead, time_limit
 from letitloop.kernel._codec import Codec, fingerprint
 from letitloop.kernel._context import (
@@ -344,24 +345,30 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
         ident = tries.ident()
         ctx.journal.append([ctx.record("step", *ident)], sync=False)
         token = current_step_var.set((ctx, pos, tries.att, _kind, name, tries.feedback))
+        spent, cost_token = _cost.begin()
         try:
             with time_limit(opts.timeout, name):
                 out = fn(*args, **tries.kwargs(fn, kwargs))
+            _cost.from_output(spent, out)
         except Exception as exc:
             if not _policied(opts):
-                ctx.journal.append([ctx.error_record(exc, ident)])
+                ctx.journal.append([ctx.error_record(exc, ident, _cost.journaled(spent))])
                 raise
-            tries.failed(exc)  # journals it; raises unless there is another attempt
+            tries.failed(exc, _cost.journaled(spent))  # raises unless another attempt follows
             continue
         finally:
+            _cost.end(cost_token)
             current_step_var.reset(token)
-        if not tries.rejected(out):
+        if not tries.rejected(out, _cost.journaled(spent)):
             break
     codec, data = ctx.codec.encode(
         out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
     )
     nxt = ctx.next_position if ctx.next_position > pos + 1 else None
-    ctx.journal.append([ctx.record("ok", *ident, codec=codec, out=data, next=nxt)])
+    ok = ctx.record("ok", *ident, codec=codec, out=data, next=nxt)
+    if cost := _cost.journaled(spent):
+        ok["cost"] = cost
+    ctx.journal.append([ok])
     return out
 
 
@@ -408,6 +415,7 @@ async def _async_body(
         ident = tries.ident()
         ctx.journal.append([ctx.record("step", *ident)], sync=False)
         token = current_step_var.set((ctx, pos, tries.att, kind, name, tries.feedback))
+        spent, cost_token = _cost.begin()
         try:
             out = fn(*args, **tries.kwargs(fn, kwargs))
             if inspect.isawaitable(out):
@@ -417,27 +425,28 @@ async def _async_body(
                     raise StepTimeout(
                         f"step {name!r} ran past its timeout of {opts.timeout} s"
                     ) from None
+            _cost.from_output(spent, out)
         except Exception as exc:
+            cost = _cost.journaled(spent)
             if not _policied(opts):
-                await asyncio.to_thread(ctx.journal.append, [ctx.error_record(exc, ident)])
+                err = ctx.error_record(exc, ident, cost)
+                await asyncio.to_thread(ctx.journal.append, [err])
                 raise
-            await asyncio.to_thread(_failed_later, tries, exc)
+            await asyncio.to_thread(tries.failed, exc, cost)
             continue
         finally:
+            _cost.end(cost_token)
             current_step_var.reset(token)
-        if not await asyncio.to_thread(tries.rejected, out):
+        if not await asyncio.to_thread(tries.rejected, out, _cost.journaled(spent)):
             break
     codec, data = ctx.codec.encode(
         out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
     )
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=None)
+    if cost := _cost.journaled(spent):
+        ok["cost"] = cost
     await asyncio.to_thread(ctx.journal.append, [ok])
     return out
-
-
-def _failed_later(tries: Attempts, exc: BaseException) -> None:
-    """``Attempts.failed`` off the event loop (it journals); the wait happens in the loop."""
-    tries.failed(exc)
 
 
 def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any) -> Any:

@@ -45,6 +45,8 @@ class RunEntry:
         self.started_by: str | None = None
         self.current: str | None = None
         self.last_lsn = 0  # the owner's: position of this run's newest record in its log
+        self.cost_micros = 0  # what the attempts of the current epoch cost
+        self.tokens = 0
 
     def wire(self) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""
@@ -286,7 +288,7 @@ class JournalState:
         if k == "reset":
             entry.epoch, entry.steps, entry.keys = rec["epoch"], {}, set()
             entry.status, entry.tries, entry.result, entry.error = "reset", 0, None, None
-            entry.current = None
+            entry.current, entry.cost_micros, entry.tokens = None, 0, 0
             return
         entry.keys.add(natural_key(rec))
         if k == "run":
@@ -305,6 +307,9 @@ class JournalState:
             step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         else:
             self._apply_step(entry, rec)
+            if cost := rec.get("cost"):
+                entry.cost_micros += cost["usd_micros"]
+                entry.tokens += cost["in"] + cost["out"]
 
     def _apply_step(self, entry: RunEntry, rec: Record) -> None:
         old = entry.steps.get(rec["pos"])

@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS steps(
   run_id VARCHAR, epoch INTEGER, position INTEGER, attempt INTEGER, kind VARCHAR, name VARCHAR,
   fingerprint VARCHAR, status VARCHAR, started DOUBLE, ended DOUBLE, codec VARCHAR, output BLOB,
   size INTEGER, error JSON, next_position INTEGER, resolution VARCHAR, resolved_by VARCHAR,
+  cost_micros BIGINT, tokens_in INTEGER, tokens_out INTEGER, model VARCHAR,
   PRIMARY KEY (run_id, epoch, position, attempt));
 CREATE INDEX IF NOT EXISTS steps_by_run ON steps(run_id);
 CREATE TABLE IF NOT EXISTS events(
@@ -49,7 +50,7 @@ CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id);
 """
 _STEP_COLS = (
     "run_id epoch position attempt kind name fingerprint status started ended codec output size "
-    "error next_position resolution resolved_by"
+    "error next_position resolution resolved_by cost_micros tokens_in tokens_out model"
 ).split()
 _KEY_COLS = ("run_id", "epoch", "position", "attempt")
 _UPSERT_STEPS = (
@@ -179,6 +180,13 @@ class Store:
                     error=_json(rec.get("err")),
                     next_position=rec.get("next"),
                 )
+                if cost := rec.get("cost"):
+                    row.update(
+                        cost_micros=cost["usd_micros"],
+                        tokens_in=cost["in"],
+                        tokens_out=cost["out"],
+                        model=cost["model"],
+                    )
         if not merged:
             return
         cols: list[list[Any]] = [[] for _ in _STEP_COLS]
@@ -304,6 +312,9 @@ class Store:
             " r.tries, r.created, r.updated, r.parent, r.error, "
             "(SELECT count(DISTINCT s.position) FROM steps s WHERE s.run_id = r.run_id AND "
             "s.epoch = r.epoch AND s.status = 'completed') AS done, "
+            "(SELECT coalesce(sum(s.cost_micros), 0) FROM steps s WHERE s.run_id = r.run_id AND "
+            "s.epoch = r.epoch) AS cost, (SELECT coalesce(sum(s.tokens_in + s.tokens_out), 0) "
+            "FROM steps s WHERE s.run_id = r.run_id AND s.epoch = r.epoch) AS tokens, "
             "CASE WHEN r.status = 'running' THEN (SELECT arg_max(s.name, s.position) FROM steps s "
             "WHERE s.run_id = r.run_id AND s.epoch = r.epoch AND s.status = 'started' AND "
             "s.resolution IS NULL) END AS current "
@@ -311,7 +322,9 @@ class Store:
             "($workflow IS NULL OR r.workflow = $workflow) ORDER BY r.updated DESC LIMIT $limit",
             {"held": held, "status": status, "workflow": workflow, "limit": limit},
         ).fetchall()
-        names = "run wf key status epoch try created updated parent error done current".split()
+        names = (
+            "run wf key status epoch try created updated parent error done cost tokens current"
+        ).split()
         out = []
         for row in rows:
             item = dict(zip(names, row, strict=True))
@@ -325,12 +338,16 @@ class Store:
     def attempts(self, run_id: str, epoch: int) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT position, attempt, kind, name, fingerprint, status, started, ended, codec, "
-            "size, error, next_position, resolution, resolved_by, "
+            "size, error, next_position, resolution, resolved_by, cost_micros, tokens_in, "
+            "tokens_out, model, "
             "CASE WHEN size <= 4096 THEN output END FROM steps WHERE run_id = ? AND epoch = ? "
             "ORDER BY position, attempt",
             [run_id, epoch],
         ).fetchall()
-        names = "pos att kind name fp status started ended codec size err next res res_by".split()
+        names = (
+            "pos att kind name fp status started ended codec size err next res res_by cost tin "
+            "tout model"
+        ).split()
         out = []
         for row in rows:
             item = dict(zip(names, row[:-1], strict=True))
