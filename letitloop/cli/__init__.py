@@ -24,6 +24,7 @@ __all__ = ["COMMANDS", "lil", "main"]
 
 # name -> (module, attribute, short help shown by `lil --help` without importing the module)
 COMMANDS = {
+    "cache": ("letitloop.cli._cache", "cache", "List and clear cached step outputs."),
     "demo": (
         "letitloop.cli._demo",
         "demo_cmd",

@@ -159,6 +159,26 @@ def is_dead(rec: StepRecord) -> bool:
     )
 
 
+def cache_key(fn: Callable[..., Any], args: Any, kwargs: Any, extra: str | None) -> str:
+    """The response-cache key: the function (name and source), its inputs, the user's key."""
+    import hashlib
+
+    from letitloop.kernel._codec import fingerprint
+
+    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        source = code.co_code.hex() if code is not None else ""
+    parts = (name, hashlib.sha256(source.encode()).hexdigest(), fingerprint(args, kwargs))
+    return hashlib.sha256("\0".join((*parts, extra or "")).encode()).hexdigest()
+
+
+def function_name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
 @functools.cache
 def _takes_feedback(fn: Callable[..., Any]) -> bool:
     try:

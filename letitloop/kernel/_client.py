@@ -21,6 +21,7 @@ from letitloop.kernel import _errors, _wire
 from letitloop.kernel._config import JournalPaths, env_float, find_journal
 from letitloop.kernel._contract import (
     AttemptInfo,
+    CacheEntry,
     Encoded,
     EventInfo,
     RunDetail,
@@ -28,7 +29,7 @@ from letitloop.kernel._contract import (
     RunState,
 )
 from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
-from letitloop.kernel._records import Record
+from letitloop.kernel._records import Record, cache_record, uncache_record
 from letitloop.kernel._state import run_state
 
 _journals: dict[Path, OwnerJournal] = {}
@@ -424,6 +425,25 @@ class OwnerJournal:
     def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
         self._call({"op": "resolve", "run": run_id, "marker": marker, "res": resolution, "by": by})
 
+    def cache_get(self, key: str) -> CacheEntry | None:
+        row = self._call({"op": "cache_get", "key": key})["entry"]
+        if row is None:
+            return None
+        codec, output, cost, created, expires = row
+        return CacheEntry(key, "", created, expires, len(output or b""), cost, codec, output)
+
+    def cache_put(
+        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
+    ) -> None:
+        self.append([cache_record(key, fn, *encoded, cost_micros, expires)], sync=False)
+
+    def cache_list(self, limit: int = 100) -> list[CacheEntry]:
+        rows = self._call({"op": "cache_list", "limit": limit})["entries"]
+        return [CacheEntry(*row) for row in rows]
+
+    def cache_clear(self, fn: str | None = None) -> None:
+        self.append([uncache_record(fn)])
+
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})
 
@@ -473,6 +493,7 @@ def _run_info(r: dict[str, Any]) -> RunInfo:
         error=r.get("error"),
         cost_micros=r.get("cost") or 0,
         tokens=r.get("tokens") or 0,
+        saved_micros=r.get("saved") or 0,
     )
 
 
@@ -497,4 +518,5 @@ def _attempt(a: dict[str, Any]) -> AttemptInfo:
         tokens_in=a.get("tin") or 0,
         tokens_out=a.get("tout") or 0,
         model=a.get("model"),
+        cache=a.get("cache"),
     )

@@ -75,6 +75,7 @@ class RunInfo(NamedTuple):
     error: dict[str, Any] | None
     cost_micros: int = 0  # spent by every attempt of the current epoch, in millionths of a USD
     tokens: int = 0
+    saved_micros: int = 0  # what cache hits saved
 
 
 class AttemptInfo(NamedTuple):
@@ -99,6 +100,7 @@ class AttemptInfo(NamedTuple):
     tokens_in: int = 0
     tokens_out: int = 0
     model: str | None = None
+    cache: str | None = None  # "hit" | "miss" for steps with cache=True
 
 
 class RunDetail(NamedTuple):
@@ -118,6 +120,19 @@ class EventInfo(NamedTuple):
     name: str | None
     ts: float
     data: dict[str, Any]
+
+
+class CacheEntry(NamedTuple):
+    """A step output kept for reuse across runs (``step(..., cache=True)``)."""
+
+    key: str
+    fn: str
+    created: float
+    expires: float | None
+    size: int
+    cost_micros: int  # what computing it cost: a hit saves that much
+    codec: str | None = None  # the output itself, filled in by cache_get
+    output: bytes | None = None
 
 
 class Subscription(Protocol):
@@ -172,6 +187,18 @@ class Journal(Protocol):
     ) -> Subscription: ...
 
     def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None: ...
+
+    def cache_get(self, key: str) -> CacheEntry | None: ...
+
+    def cache_put(
+        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
+    ) -> None:
+        """Keep an output for reuse; not waited for (a lost entry only costs a recomputation)."""
+        ...
+
+    def cache_list(self, limit: int = 100) -> list[CacheEntry]: ...
+
+    def cache_clear(self, fn: str | None = None) -> None: ...
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         """Give a dead-lettered step (the run's only one, or by name or position) new attempts."""

@@ -19,6 +19,7 @@ from typing import Any
 from letitloop.kernel._codec import preview
 from letitloop.kernel._contract import (
     AttemptInfo,
+    CacheEntry,
     Encoded,
     EventInfo,
     RunDetail,
@@ -26,7 +27,7 @@ from letitloop.kernel._contract import (
     RunState,
 )
 from letitloop.kernel._errors import JournalError, RunLockedError
-from letitloop.kernel._records import Record, without_payload
+from letitloop.kernel._records import Record, cache_record, uncache_record, without_payload
 from letitloop.kernel._state import (
     JournalState,
     RunEntry,
@@ -47,6 +48,7 @@ class MemoryStore:
         self.cond = threading.Condition()
         self.subscribers: list[tuple[str | None, Callable[[list[EventInfo]], None]]] = []
         self.journal_id = "mem-" + uuid.uuid4().hex[:12]
+        self.cache: dict[str, CacheEntry] = {}
 
 
 class _Sub:
@@ -92,6 +94,7 @@ def entry_info(entry: RunEntry) -> RunInfo:
         error=entry.error,
         cost_micros=entry.cost_micros,
         tokens=entry.tokens,
+        saved_micros=entry.saved_micros,
     )
 
 
@@ -119,6 +122,19 @@ class MemoryJournal:
         st = self.store
         events = []
         for rec in records:
+            if rec["k"] == "cache":
+                st.cache[rec["key"]] = CacheEntry(
+                    rec["key"],
+                    rec["fn"],
+                    rec["ts"],
+                    rec["expires"],
+                    len(rec["out"]),
+                    rec["cost"],
+                    rec["codec"],
+                    rec["out"],
+                )
+            elif rec["k"] == "uncache":
+                st.cache = {k: e for k, e in st.cache.items() if rec["fn"] not in (None, e.fn)}
             st.records.append(rec)
             events.append(event_info(len(st.records), rec))
         st.cond.notify_all()
@@ -229,6 +245,23 @@ class MemoryJournal:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             self._write([resolve_record(entry, marker, resolution, by)])
 
+    def cache_get(self, key: str) -> CacheEntry | None:
+        with self.store.cond:
+            return self.store.cache.get(key)
+
+    def cache_put(
+        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
+    ) -> None:
+        self.append([cache_record(key, fn, *encoded, cost_micros, expires)])
+
+    def cache_list(self, limit: int = 100) -> list[CacheEntry]:
+        with self.store.cond:
+            entries = sorted(self.store.cache.values(), key=lambda e: e.created, reverse=True)
+        return [e._replace(codec=None, output=None) for e in entries[:limit]]
+
+    def cache_clear(self, fn: str | None = None) -> None:
+        self.append([uncache_record(fn)])
+
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)
@@ -300,6 +333,8 @@ def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) 
             preview=preview(rec["codec"], rec["out"]) if rec.get("out") is not None else None,
         )
         cost = rec.get("cost") or {}
+        if cache := rec.get("cache"):
+            a["cache"] = "hit" if cache["hit"] else "miss"
         a.update(
             cost_micros=cost.get("usd_micros", 0),
             tokens_in=cost.get("in", 0),
@@ -329,4 +364,5 @@ def attempt_info(a: dict[str, Any]) -> AttemptInfo:
         tokens_in=a.get("tokens_in", 0),
         tokens_out=a.get("tokens_out", 0),
         model=a.get("model"),
+        cache=a.get("cache"),
     )

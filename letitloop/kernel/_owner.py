@@ -273,7 +273,8 @@ class Owner:
             for rec in req["recs"]:  # each record is a fact of its own: earlier ones stand
                 if self.state.check(rec, conn.session):
                     self.state.apply(rec)
-                    self.known.add(rec["run"])
+                    if rec["run"]:
+                        self.known.add(rec["run"])
                     batch.append((rec, req.get("ack", True)))
             if req.get("ack", True):
                 replies.append((conn, _re(req, {"ok": True})))

@@ -99,6 +99,9 @@ class StepOptions:
     timeout: float | None = None
     validate: Callable[[Any], object] | None = None
     max_validation_attempts: int = 3
+    cache: bool = False  # reuse the output of an earlier call with the same function and inputs
+    cache_key: str | None = None  # mixed into the cache key, e.g. a prompt template's version
+    ttl: float | None = None  # seconds a cached output stays usable
 
     def __post_init__(self) -> None:
         if self.timeout is not None and (
@@ -117,10 +120,15 @@ class StepOptions:
             timeout=over.timeout if over.timeout is not None else self.timeout,
             validate=over.validate or self.validate,
             max_validation_attempts=over.max_validation_attempts,
+            cache=over.cache or self.cache,
+            cache_key=over.cache_key or self.cache_key,
+            ttl=over.ttl if over.ttl is not None else self.ttl,
         )
 
 
-STEP_KEYWORDS = frozenset({"retry", "timeout", "validate", "max_validation_attempts"})
+STEP_KEYWORDS = frozenset(
+    {"retry", "timeout", "validate", "max_validation_attempts", "cache", "cache_key", "ttl"}
+)
 
 
 def pop_step_options(kwargs: dict[str, Any]) -> StepOptions | None:

@@ -68,6 +68,14 @@ def _read_gc(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, An
     return {"deleted": len(doomed)}
 
 
+def _read_cache_get(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {"entry": owner.store.cache_get(req["key"])}
+
+
+def _read_cache_list(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {"entries": owner.store.cache_list(req.get("limit", 100))}
+
+
 READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
     "output": _read_output,
     "runs": _read_runs,
@@ -77,4 +85,6 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "sql": lambda o, r, h: o.store.sql(r["sql"]),
     "stats": _read_stats,
     "gc": _read_gc,
+    "cache_get": _read_cache_get,
+    "cache_list": _read_cache_list,
 }

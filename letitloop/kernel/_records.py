@@ -13,6 +13,8 @@ they reach the owner's log, so a malformed record can never poison recovery.
     err      an attempt raised              run epoch pos att kind name fp err codec out ts
     resolve  an in-doubt marker resolved    run epoch pos att res by ts
     reset    the run starts over            run epoch by ts   (epoch is the new one)
+    cache    a step's output kept for reuse key fn codec out cost expires ts   (run is "")
+    uncache  cached outputs dropped         fn ts   (fn None: all; run is "")
 """
 
 from __future__ import annotations
@@ -55,7 +57,19 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "err": {**_STEP_ID, **_STEP_WHAT, "err": (dict,), "codec": _OPT_STR, "out": _OPT_BYTES},
     "resolve": {**_STEP_ID, "res": _STR, "by": _STR},
     "reset": {"run": _STR, "epoch": _INT, "by": _STR, "ts": _NUM},
+    "cache": {
+        "run": _STR,
+        "key": _STR,
+        "fn": _STR,
+        "codec": _STR,
+        "out": (bytes,),
+        "cost": _INT,
+        "expires": (int, float, type(None)),
+        "ts": _NUM,
+    },
+    "uncache": {"run": _STR, "fn": _OPT_STR, "ts": _NUM},
 }
+JOURNAL_KINDS = frozenset({"cache", "uncache"})  # records of the journal, not of one run
 STEP_KINDS = frozenset({"step", "marker", "child"})
 RESOLUTIONS = frozenset({"done", "redo", "rearm"})  # rearm: a dead-lettered step
 _INT_LIMIT = 2**31
@@ -81,9 +95,16 @@ def validate(rec: object) -> Record:
             raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
     if "kind" in fields and rec["kind"] not in STEP_KINDS:
         raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
-    cost = rec.get("cost")
+    cost = rec.get("cost") if rec["k"] in ("ok", "err") else None
     if cost is not None and not _valid_cost(cost):
         raise JournalError(f"journal record {rec['k']!r}: malformed cost {cost!r}")
+    cache = rec.get("cache")
+    if cache is not None and not (
+        isinstance(cache, dict)
+        and type(cache.get("hit")) is bool
+        and type(cache.get("saved")) is int
+    ):
+        raise JournalError(f"journal record {rec['k']!r}: malformed cache note {cache!r}")
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
@@ -105,9 +126,28 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['pos']}/{rec['att']}"
     if k in ("run", "fail"):
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
+    if k == "cache":
+        return f"cache/{rec['key']}/{rec['ts']}"
+    if k == "uncache":
+        return f"uncache/{rec['fn']}/{rec['ts']}"
     return f"{k}/{rec['run']}/{rec['epoch']}"
 
 
 def without_payload(rec: Record) -> Record:
     """The record as an event summary: everything but the (possibly large) output bytes."""
     return {k: v for k, v in rec.items() if k not in ("out", "args")}
+
+
+def cache_record(
+    key: str, fn: str, codec: str, out: bytes, cost: int, expires: float | None
+) -> Record:
+    import time
+
+    rec = {"k": "cache", "run": "", "key": key, "fn": fn, "codec": codec, "out": out}
+    return rec | {"cost": cost, "expires": expires, "ts": time.time()}
+
+
+def uncache_record(fn: str | None) -> Record:
+    import time
+
+    return {"k": "uncache", "run": "", "fn": fn, "ts": time.time()}

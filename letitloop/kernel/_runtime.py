@@ -19,7 +19,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
 from letitloop.kernel import _cost
-from letitloop.kernel._attempts import Attempts, dead_lettered, is_dead, time_limit
+from letitloop.kernel._attempts import (
+    Attempts,
+    cache_key,
+    dead_lettered,
+    function_name,
+    is_dead,
+    time_limit,
+)
 from letitloop.kernel._codec import Codec, fingerprint
 from letitloop.kernel._context import (
     RunContext,
@@ -27,7 +34,7 @@ from letitloop.kernel._context import (
     current_step_var,
     require_run,
 )
-from letitloop.kernel._contract import Journal, StepRecord
+from letitloop.kernel._contract import CacheEntry, Journal, StepRecord
 from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError
 from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions, JournalSpec
@@ -340,6 +347,9 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
             return ctx.output(rec)  # type: ignore[no-any-return]  # replay, the hot path
         return _replayed_value(ctx, rec)  # type: ignore[no-any-return]
     tries = Attempts(ctx, (pos, _kind, name, fp), rec, opts)
+    key = cache_key(fn, args, kwargs, opts.cache_key) if opts.cache else None
+    if key is not None and (hit := _cache_hit(ctx, key)) is not None:
+        return _from_cache(ctx, tries, hit)  # type: ignore[no-any-return]
     while True:
         CLOCK.sleep(tries.wait())
         ident = tries.ident()
@@ -368,8 +378,31 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=nxt)
     if cost := _cost.journaled(spent):
         ok["cost"] = cost
+    if key is not None:
+        ok["cache"] = {"hit": False, "saved": 0}
+        expires = CLOCK.time() + opts.ttl if opts.ttl is not None else None
+        ctx.journal.cache_put(key, function_name(fn), (codec, data), spent["usd_micros"], expires)
     ctx.journal.append([ok])
     return out
+
+
+def _cache_hit(ctx: RunContext, key: str) -> CacheEntry | None:
+    hit = ctx.journal.cache_get(key)
+    if hit is None or hit.output is None or hit.codec is None:
+        return None
+    if hit.expires is not None and hit.expires <= CLOCK.time():
+        return None
+    return hit
+
+
+def _from_cache(ctx: RunContext, tries: Attempts, hit: CacheEntry) -> Any:
+    """Complete the step with a cached output: no call, and the saving journaled."""
+    assert hit.codec is not None and hit.output is not None
+    value = ctx.codec.decode(hit.codec, hit.output, what=f"cached output of step {tries.name!r}")
+    ok = ctx.record("ok", *tries.ident(), codec=hit.codec, out=hit.output, next=None)
+    ok["cache"] = {"hit": True, "saved": hit.cost_micros}
+    ctx.journal.append([ok])
+    return value
 
 
 def _policied(opts: StepOptions) -> bool:
@@ -410,6 +443,9 @@ async def _async_body(
             return await asyncio.to_thread(ctx.output, rec)
         return _replayed_value(ctx, rec)
     tries = Attempts(ctx, (pos, kind, name, fp), rec, opts)
+    key = cache_key(fn, args, kwargs, opts.cache_key) if opts.cache else None
+    if key is not None and (hit := await asyncio.to_thread(_cache_hit, ctx, key)) is not None:
+        return await asyncio.to_thread(_from_cache, ctx, tries, hit)
     while True:
         await CLOCK.asleep(tries.wait())
         ident = tries.ident()
@@ -445,6 +481,10 @@ async def _async_body(
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=None)
     if cost := _cost.journaled(spent):
         ok["cost"] = cost
+    if key is not None:
+        ok["cache"] = {"hit": False, "saved": 0}
+        expires = CLOCK.time() + opts.ttl if opts.ttl is not None else None
+        ctx.journal.cache_put(key, function_name(fn), (codec, data), spent["usd_micros"], expires)
     await asyncio.to_thread(ctx.journal.append, [ok])
     return out
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from letitloop.kernel._contract import RunState, StepRecord
 from letitloop.kernel._errors import InDoubtError, JournalError, LetItLoopError, RunLockedError
-from letitloop.kernel._records import Record, natural_key, validate
+from letitloop.kernel._records import JOURNAL_KINDS, Record, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
 
@@ -47,6 +47,7 @@ class RunEntry:
         self.last_lsn = 0  # the owner's: position of this run's newest record in its log
         self.cost_micros = 0  # what the attempts of the current epoch cost
         self.tokens = 0
+        self.saved_micros = 0  # what cache hits saved
 
     def wire(self) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""
@@ -198,6 +199,8 @@ class JournalState:
         """True if the record is new and allowed, False if it is a resend; raise on a conflict."""
         validate(rec)
         k, run_id = rec["k"], rec["run"]
+        if k in JOURNAL_KINDS:
+            return True
         entry = self.runs.get(run_id)
         if entry is None:
             if k == "run":
@@ -281,6 +284,8 @@ class JournalState:
     def apply(self, rec: Record) -> None:
         """Fold one accepted record into the loaded run."""
         k, run_id = rec["k"], rec["run"]
+        if k in JOURNAL_KINDS:
+            return  # kept by the store (and MemoryJournal), not by the runs' live state
         entry = self.runs.get(run_id)
         if entry is None:
             entry = self.runs[run_id] = RunEntry(run_id, rec["wf"], rec["key"], rec["ts"])
@@ -288,7 +293,7 @@ class JournalState:
         if k == "reset":
             entry.epoch, entry.steps, entry.keys = rec["epoch"], {}, set()
             entry.status, entry.tries, entry.result, entry.error = "reset", 0, None, None
-            entry.current, entry.cost_micros, entry.tokens = None, 0, 0
+            entry.current, entry.cost_micros, entry.tokens, entry.saved_micros = None, 0, 0, 0
             return
         entry.keys.add(natural_key(rec))
         if k == "run":
@@ -310,6 +315,8 @@ class JournalState:
             if cost := rec.get("cost"):
                 entry.cost_micros += cost["usd_micros"]
                 entry.tokens += cost["in"] + cost["out"]
+            if cache := rec.get("cache"):
+                entry.saved_micros += cache["saved"]
 
     def _apply_step(self, entry: RunEntry, rec: Record) -> None:
         old = entry.steps.get(rec["pos"])

@@ -40,8 +40,11 @@ CREATE TABLE IF NOT EXISTS steps(
   run_id VARCHAR, epoch INTEGER, position INTEGER, attempt INTEGER, kind VARCHAR, name VARCHAR,
   fingerprint VARCHAR, status VARCHAR, started DOUBLE, ended DOUBLE, codec VARCHAR, output BLOB,
   size INTEGER, error JSON, next_position INTEGER, resolution VARCHAR, resolved_by VARCHAR,
-  cost_micros BIGINT, tokens_in INTEGER, tokens_out INTEGER, model VARCHAR,
-  PRIMARY KEY (run_id, epoch, position, attempt));
+  cost_micros BIGINT, tokens_in INTEGER, tokens_out INTEGER, model VARCHAR, cache VARCHAR,
+  saved_micros BIGINT, PRIMARY KEY (run_id, epoch, position, attempt));
+CREATE TABLE IF NOT EXISTS cache(
+  key VARCHAR PRIMARY KEY, fn VARCHAR NOT NULL, created DOUBLE NOT NULL, expires DOUBLE,
+  codec VARCHAR NOT NULL, output BLOB, cost_micros BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS steps_by_run ON steps(run_id);
 CREATE TABLE IF NOT EXISTS events(
   key VARCHAR PRIMARY KEY, seq UBIGINT NOT NULL, run_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
@@ -50,7 +53,8 @@ CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id);
 """
 _STEP_COLS = (
     "run_id epoch position attempt kind name fingerprint status started ended codec output size "
-    "error next_position resolution resolved_by cost_micros tokens_in tokens_out model"
+    "error next_position resolution resolved_by cost_micros tokens_in tokens_out model cache "
+    "saved_micros"
 ).split()
 _KEY_COLS = ("run_id", "epoch", "position", "attempt")
 _UPSERT_STEPS = (
@@ -180,6 +184,8 @@ class Store:
                     error=_json(rec.get("err")),
                     next_position=rec.get("next"),
                 )
+                if cache := rec.get("cache"):
+                    row.update(cache="hit" if cache["hit"] else "miss", saved_micros=cache["saved"])
                 if cost := rec.get("cost"):
                     row.update(
                         cost_micros=cost["usd_micros"],
@@ -220,6 +226,13 @@ class Store:
                 "UPDATE runs SET status = 'failed', error = ?, updated = ? WHERE run_id = ?",
                 [_json(rec["err"]), ts, run_id],
             )
+        elif k == "cache":
+            self.db.execute(
+                "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [rec["key"], rec["fn"], ts, rec["expires"], rec["codec"], rec["out"], rec["cost"]],
+            )
+        elif k == "uncache":
+            self.db.execute("DELETE FROM cache WHERE ? IS NULL OR fn = ?", [rec["fn"], rec["fn"]])
         elif k == "reset":
             self.db.execute(
                 "UPDATE runs SET status = 'reset', epoch = ?, tries = 0, result = NULL, "
@@ -315,6 +328,8 @@ class Store:
             "(SELECT coalesce(sum(s.cost_micros), 0) FROM steps s WHERE s.run_id = r.run_id AND "
             "s.epoch = r.epoch) AS cost, (SELECT coalesce(sum(s.tokens_in + s.tokens_out), 0) "
             "FROM steps s WHERE s.run_id = r.run_id AND s.epoch = r.epoch) AS tokens, "
+            "(SELECT coalesce(sum(s.saved_micros), 0) FROM steps s WHERE s.run_id = r.run_id AND "
+            "s.epoch = r.epoch) AS saved, "
             "CASE WHEN r.status = 'running' THEN (SELECT arg_max(s.name, s.position) FROM steps s "
             "WHERE s.run_id = r.run_id AND s.epoch = r.epoch AND s.status = 'started' AND "
             "s.resolution IS NULL) END AS current "
@@ -323,7 +338,8 @@ class Store:
             {"held": held, "status": status, "workflow": workflow, "limit": limit},
         ).fetchall()
         names = (
-            "run wf key status epoch try created updated parent error done cost tokens current"
+            "run wf key status epoch try created updated parent error done cost tokens saved "
+            "current"
         ).split()
         out = []
         for row in rows:
@@ -332,6 +348,20 @@ class Store:
             out.append(item)
         return out
 
+    def cache_get(self, key: str) -> list[Any] | None:
+        row = self.db.execute(
+            "SELECT codec, output, cost_micros, created, expires FROM cache WHERE key = ?", [key]
+        ).fetchone()
+        return None if row is None else list(row)
+
+    def cache_list(self, limit: int) -> list[list[Any]]:
+        rows = self.db.execute(
+            "SELECT key, fn, created, expires, octet_length(output), cost_micros FROM cache "
+            "ORDER BY created DESC LIMIT ?",
+            [limit],
+        ).fetchall()
+        return [list(r) for r in rows]
+
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT run_id FROM runs").fetchall()]
 
@@ -339,14 +369,14 @@ class Store:
         rows = self.db.execute(
             "SELECT position, attempt, kind, name, fingerprint, status, started, ended, codec, "
             "size, error, next_position, resolution, resolved_by, cost_micros, tokens_in, "
-            "tokens_out, model, "
+            "tokens_out, model, cache, "
             "CASE WHEN size <= 4096 THEN output END FROM steps WHERE run_id = ? AND epoch = ? "
             "ORDER BY position, attempt",
             [run_id, epoch],
         ).fetchall()
         names = (
             "pos att kind name fp status started ended codec size err next res res_by cost tin "
-            "tout model"
+            "tout model cache"
         ).split()
         out = []
         for row in rows:
