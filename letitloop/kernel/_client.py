@@ -230,9 +230,11 @@ class OwnerJournal:
                 import select
 
                 if select.select([self._ready_fd], [], [], 0.5)[0]:
+                    ready = os.read(self._ready_fd, 1) == b"R"
                     os.close(self._ready_fd)
                     self._ready_fd = -1
-                    self._check_spawned_owner()
+                    if not ready:  # it exited before listening: lost the election, or failed
+                        self._check_spawned_owner()
                 continue
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
@@ -253,7 +255,13 @@ class OwnerJournal:
     def _check_spawned_owner(self) -> None:
         """If the owner we started already died of an error, say so now rather than time out."""
         proc = _spawned[-1] if _spawned else None
-        if proc is not None and proc.poll() not in (None, 0):
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=5)
+        except Exception:  # still running: the connect loop will see what it does
+            return
+        if proc.returncode != 0:
             raise JournalUnavailableError(
                 f"the journal owner for {self.location} exited with status {proc.returncode}"
                 f"{self._owner_log_tail()}",

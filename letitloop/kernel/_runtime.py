@@ -371,10 +371,27 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
             current_step_var.reset(token)
         if not tries.rejected(out, _cost.journaled(spent)):
             break
+    nxt = ctx.next_position if ctx.next_position > pos + 1 else None
+    ctx.journal.append([_completion(ctx, ident, out, nxt, spent, key, fn, opts)])
+    return out
+
+
+def _completion(
+    ctx: RunContext,
+    ident: tuple[Any, ...],
+    out: Any,
+    nxt: int | None,
+    spent: _cost.Cost,
+    key: str | None,
+    fn: Callable[..., Any],
+    opts: StepOptions,
+) -> dict[str, Any]:
+    """The ``ok`` record of an attempt that produced ``out`` (and its cache entry, if cached).
+    Encoding happens here, so an unencodable output records nothing."""
+    name, pos = ident[3], ident[0]
     codec, data = ctx.codec.encode(
         out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
     )
-    nxt = ctx.next_position if ctx.next_position > pos + 1 else None
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=nxt)
     if cost := _cost.journaled(spent):
         ok["cost"] = cost
@@ -382,8 +399,7 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
         ok["cache"] = {"hit": False, "saved": 0}
         expires = CLOCK.time() + opts.ttl if opts.ttl is not None else None
         ctx.journal.cache_put(key, function_name(fn), (codec, data), spent["usd_micros"], expires)
-    ctx.journal.append([ok])
-    return out
+    return ok
 
 
 def _cache_hit(ctx: RunContext, key: str) -> CacheEntry | None:
@@ -475,16 +491,7 @@ async def _async_body(
             current_step_var.reset(token)
         if not await asyncio.to_thread(tries.rejected, out, _cost.journaled(spent)):
             break
-    codec, data = ctx.codec.encode(
-        out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
-    )
-    ok = ctx.record("ok", *ident, codec=codec, out=data, next=None)
-    if cost := _cost.journaled(spent):
-        ok["cost"] = cost
-    if key is not None:
-        ok["cache"] = {"hit": False, "saved": 0}
-        expires = CLOCK.time() + opts.ttl if opts.ttl is not None else None
-        ctx.journal.cache_put(key, function_name(fn), (codec, data), spent["usd_micros"], expires)
+    ok = _completion(ctx, ident, out, None, spent, key, fn, opts)
     await asyncio.to_thread(ctx.journal.append, [ok])
     return out
 
