@@ -32,6 +32,8 @@ _EXPORTS = {
     "Invalid": "letitloop.kernel._policy",
     "StepOptions": "letitloop.kernel._policy",
     "record_cost": "letitloop.kernel._cost",
+    "Budget": "letitloop.kernel._policy",
+    "BudgetExceeded": "letitloop.kernel._errors",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from letitloop.kernel._context import current_step
     from letitloop.kernel._cost import record_cost
     from letitloop.kernel._errors import (
+        BudgetExceeded,
         DeadLetteredError,
         InDoubtError,
         LetItLoopError,
@@ -51,7 +54,7 @@ if TYPE_CHECKING:
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._memory import MemoryJournal
     from letitloop.kernel._options import DurableOptions
-    from letitloop.kernel._policy import Invalid, Retry, StepOptions
+    from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
     from letitloop.kernel._runtime import async_step, durable, durable_async, step
 
 

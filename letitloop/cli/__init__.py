@@ -35,7 +35,7 @@ COMMANDS = {
     "runs": (
         "letitloop.cli._runs",
         "runs",
-        "List, inspect, retry, reset and gc runs.",
+        "List, inspect, retry, budget, reset and gc runs.",
     ),
 }
 

@@ -19,7 +19,7 @@ GC_STATUSES = ("completed", "failed", "reset", "interrupted")
 
 @click.group()
 def runs() -> None:
-    """List, inspect, retry, reset and gc runs."""
+    """List, inspect, retry, budget, reset and gc runs."""
 
 
 @runs.command("list")
@@ -247,6 +247,38 @@ def retry_cmd(run: str, step: str | None, by: str | None, as_json: bool) -> None
     out.say(
         out.text(f"re-armed {run_id}", "bold"),
         out.text("the dead-lettered step gets a fresh attempt budget when the run is called again"),
+    )
+
+
+@runs.command("budget")
+@click.argument("run")
+@click.option("--usd", type=float, help="The run's budget in US dollars.")
+@click.option("--tokens", type=click.IntRange(min=0), help="The run's budget in tokens.")
+@click.option("--by", metavar="NAME", help="Who sets it (default: user@host).")
+@json_option
+@journal_option
+def budget_cmd(
+    run: str, usd: float | None, tokens: int | None, by: str | None, as_json: bool
+) -> None:
+    """Set or raise a run's budget; a run suspended by its budget continues when called again.
+
+    \b
+    Example:
+        lil runs budget research:durable-agents --usd 5
+    """
+    if usd is None and tokens is None:
+        raise click.UsageError("give --usd, --tokens or both")
+    journal = open_cli_journal()
+    run_id = journal.find_run(run)
+    micros = None if usd is None else round(usd * 1_000_000)
+    journal.set_budget(run_id, by or who(), usd_micros=micros, tokens=tokens)
+    info = journal.get_run(run_id).run
+    if as_json:
+        out.emit_json({"run_id": run_id, "usd_micros": micros, "tokens": tokens, "run": info})
+        return
+    out.say(
+        out.text(f"budget of {run_id} set", "bold"),
+        out.text(f"spent so far ${info.cost_micros / 1e6:.6f}; call the run again to continue"),
     )
 
 

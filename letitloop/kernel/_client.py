@@ -329,6 +329,7 @@ class OwnerJournal:
         if self.closed:
             raise _errors.JournalError(f"journal {self.location} was closed")
         link = self._take()
+        failures = 0
         while True:
             try:
                 if not reply:
@@ -339,6 +340,14 @@ class OwnerJournal:
                 break
             except OSError:
                 link.close()
+                failures += 1
+                if failures > 5:  # each new owner died on this request: something is wrong
+                    raise JournalUnavailableError(
+                        f"the journal owner for {self.location} stopped {failures} times while "
+                        f"serving {req.get('op')!r}{self._owner_log_tail()}",
+                        fix="read the owner's log above; `lil journal doctor` checks the usual "
+                        "causes",
+                    ) from None
                 link = self._reconnect()
         self._give(link)
         if not msg.get("ok"):
@@ -451,6 +460,12 @@ class OwnerJournal:
 
     def cache_clear(self, fn: str | None = None) -> None:
         self.append([uncache_record(fn)])
+
+    def set_budget(
+        self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
+    ) -> None:
+        req = {"op": "budget", "run": run_id, "usd": usd_micros, "tokens": tokens, "by": by}
+        self._call(req)
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})

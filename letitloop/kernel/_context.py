@@ -12,7 +12,12 @@ from typing import Any, NamedTuple
 
 from letitloop.kernel._codec import Codec, _json_decode
 from letitloop.kernel._contract import Journal, RunState, StepRecord
-from letitloop.kernel._errors import CodecError, NonDeterminismError, NotInDurableContextError
+from letitloop.kernel._errors import (
+    BudgetExceeded,
+    CodecError,
+    NonDeterminismError,
+    NotInDurableContextError,
+)
 from letitloop.kernel._policy import StepOptions
 from letitloop.kernel._records import Record
 from letitloop.kernel._state import error_dict
@@ -34,9 +39,18 @@ class RunContext:
     """One executing run. Positions are handed out in call order under a lock."""
 
     def __init__(
-        self, journal: Journal, codec: Codec, state: RunState, defaults: StepOptions | None = None
+        self,
+        journal: Journal,
+        codec: Codec,
+        state: RunState,
+        defaults: StepOptions | None = None,
+        budget: tuple[int | None, int | None] | None = None,
     ) -> None:
         self.defaults = defaults or StepOptions()
+        self.budget = state.budget or budget  # a budget raised in the journal wins over the code's
+        self.spent_micros, self.spent_tokens = state.cost_micros, state.tokens
+        self.reserved_micros = 0
+        self.inflight = 0  # async attempts running now: the run waits for them before it ends
         self.journal = journal
         self.codec = codec
         self.state = state
@@ -56,6 +70,52 @@ class RunContext:
     @property
     def next_position(self) -> int:
         return self._next
+
+    def reserve(self, estimate_usd: float, name: str, pos: int) -> int:
+        """Before an attempt: hold its estimate against the budget, or suspend the run."""
+        if self.budget is None:
+            return 0
+        usd_limit, token_limit = self.budget
+        estimate = round(estimate_usd * 1_000_000)
+        with self._lock:
+            projected = self.spent_micros + self.reserved_micros + estimate
+            over_usd = usd_limit is not None and projected > usd_limit
+            over_tokens = token_limit is not None and self.spent_tokens > token_limit
+            if not (over_usd or over_tokens):
+                self.reserved_micros += estimate
+                return estimate
+        spent = f"${self.spent_micros / 1e6:.6f} spent, ${self.reserved_micros / 1e6:.6f} reserved"
+        limit = f"${usd_limit / 1e6:.6f}" if over_usd and usd_limit is not None else "tokens"
+        reason = (
+            f"step {name!r} (position {pos}) would pass the budget: {spent}, estimate "
+            f"${estimate / 1e6:.6f}, budget {limit} ({self.spent_tokens} tokens used)"
+        )
+        self.journal.append(
+            [
+                {
+                    "k": "suspend",
+                    "run": self.run_id,
+                    "epoch": self.epoch,
+                    "reason": reason,
+                    "ts": time.time(),
+                }
+            ]
+        )
+        raise BudgetExceeded(
+            f"run {self.run_id} suspended: {reason}",
+            fix=f"raise it with `lil runs budget {self.run_id} --usd N`, then call the run again",
+            run_id=self.run_id,
+            step=name,
+            position=pos,
+        )
+
+    def settle(self, reserved: int, cost: dict[str, Any] | None) -> None:
+        """After an attempt: release its reservation and count what it really cost."""
+        with self._lock:
+            self.reserved_micros -= reserved
+            if cost:
+                self.spent_micros += cost["usd_micros"]
+                self.spent_tokens += cost["in"] + cost["out"]
 
     def skip_to(self, position: int) -> None:
         """After replaying a block that held nested steps, continue numbering past them."""

@@ -50,11 +50,14 @@ class RunState(NamedTuple):
     workflow: str
     key: str
     epoch: int
-    status: str  # "running" | "completed" | "failed"
+    status: str  # "running" | "completed" | "failed" | "suspended"
     attempt: int  # how many times the run has been started or resumed in this epoch
     result: Encoded | None
     error: dict[str, Any] | None
     steps: dict[int, StepRecord]
+    cost_micros: int = 0  # spent in this epoch so far
+    tokens: int = 0
+    budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens)
 
 
 class RunInfo(NamedTuple):
@@ -199,6 +202,12 @@ class Journal(Protocol):
     def cache_list(self, limit: int = 100) -> list[CacheEntry]: ...
 
     def cache_clear(self, fn: str | None = None) -> None: ...
+
+    def set_budget(
+        self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
+    ) -> None:
+        """Set or raise a run's budget; a suspended run continues when it is called again."""
+        ...
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         """Give a dead-lettered step (the run's only one, or by name or position) new attempts."""

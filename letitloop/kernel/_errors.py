@@ -10,6 +10,8 @@
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
     ├── DeadLetteredError           a step used up its retry or validation attempts
+    ├── Suspended                   the run stopped on purpose and waits (not a failure)
+    │   └── BudgetExceeded              the next step would take the run past its budget
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
@@ -132,3 +134,15 @@ class DeadLetteredError(LetItLoopError):
     """A step used up its attempts; the run stops there until the step is re-armed."""
 
     title = "step dead-lettered"
+
+
+class Suspended(LetItLoopError):
+    """The run stopped on purpose and waits for a decision; calling it again continues."""
+
+    title = "run suspended"
+
+
+class BudgetExceeded(Suspended):
+    """The next step would take the run past its budget; raise the budget to continue."""
+
+    title = "budget exceeded"

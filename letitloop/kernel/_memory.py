@@ -27,7 +27,13 @@ from letitloop.kernel._contract import (
     RunState,
 )
 from letitloop.kernel._errors import JournalError, RunLockedError
-from letitloop.kernel._records import Record, cache_record, uncache_record, without_payload
+from letitloop.kernel._records import (
+    Record,
+    budget_record,
+    cache_record,
+    uncache_record,
+    without_payload,
+)
 from letitloop.kernel._state import (
     JournalState,
     RunEntry,
@@ -261,6 +267,15 @@ class MemoryJournal:
 
     def cache_clear(self, fn: str | None = None) -> None:
         self.append([uncache_record(fn)])
+
+    def set_budget(
+        self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
+    ) -> None:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            self._write([budget_record(run_id, entry.epoch, usd_micros, tokens, by)])
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         with self.store.cond:

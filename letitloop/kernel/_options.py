@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 from letitloop.kernel._errors import ConfigError
-from letitloop.kernel._policy import Retry, StepOptions
+from letitloop.kernel._policy import Budget, Retry, StepOptions
 
 if TYPE_CHECKING:
     from letitloop.kernel._contract import Journal
@@ -29,6 +29,8 @@ class DurableOptions:
         allow_pickle: store outputs that have no readable encoding as HMAC-authenticated pickle.
         retry: the ``Retry`` policy of every step that does not give its own.
         timeout: seconds each attempt of a step may take, unless the step says otherwise.
+        budget: what the run may spend (``Budget(usd=..., tokens=...)``); a budget raised with
+            ``lil runs budget`` replaces it.
     """
 
     name: str | None = None
@@ -38,6 +40,7 @@ class DurableOptions:
     allow_pickle: bool = True
     retry: Retry | None = None
     timeout: float | None = None
+    budget: Budget | None = None
 
     def step_defaults(self) -> StepOptions:
         return StepOptions(retry=self.retry, timeout=self.timeout)

@@ -39,7 +39,7 @@ from letitloop.kernel._config import JournalPaths, env_float
 from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
 from letitloop.kernel._log import Log, frame
 from letitloop.kernel._reads import READS
-from letitloop.kernel._records import Record, validate, without_payload
+from letitloop.kernel._records import Record, budget_record, validate, without_payload
 from letitloop.kernel._state import (
     _WIRE_FIELDS,
     JournalState,
@@ -264,7 +264,10 @@ class Owner:
             raise JournalError("the first request on a connection must be hello")
         run_id: str = req.get("run") or ""
         unloaded = run_id and run_id not in self.state.runs and run_id in self.known
-        if op in ("open_run", "resolve", "rearm", "reset", "relock", "release") and unloaded:
+        if (
+            op in ("open_run", "resolve", "rearm", "budget", "reset", "relock", "release")
+            and unloaded
+        ):
             self._park_load(run_id, conn, req)
             return
         if op == "open_run":
@@ -288,9 +291,11 @@ class Owner:
                     return
             self.state.relock(req["runs"], conn.session)
             replies.append((conn, _re(req, {"ok": True})))
-        elif op in ("resolve", "rearm", "reset"):
+        elif op in ("resolve", "rearm", "budget", "reset"):
             entry = self._entry(run_id)
-            if op == "resolve":
+            if op == "budget":
+                rec = budget_record(run_id, entry.epoch, req["usd"], req["tokens"], req["by"])
+            elif op == "resolve":
                 rec = resolve_record(entry, req["marker"], req["res"], req["by"])
             elif op == "rearm":
                 rec = rearm_record(entry, req.get("step"), req["by"])
@@ -530,6 +535,8 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
     entry.result = (data["result"][0], data["result"][1]) if data["result"] else None
     entry.error = data["error"]
     entry.started_by = data["started_by"]
+    entry.cost_micros, entry.tokens = data["cost"], data["tokens"]
+    entry.budget = tuple(data["budget"]) if data["budget"] else None
     if entry.status == "running":  # this owner does not know whether its starter still runs it
         entry.orphan_of = entry.started_by
     entry.keys = set(data["keys"])

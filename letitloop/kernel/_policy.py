@@ -92,6 +92,26 @@ NO_RETRY = Retry(attempts=1)
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What a run may spend. Before a step starts, if what was spent, plus what running steps
+    reserved, plus the step's ``estimate=`` would pass it, the run suspends (``BudgetExceeded``);
+    ``lil runs budget RUN --usd N`` raises it, and calling the run again continues."""
+
+    usd: float | None = None
+    tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.usd is None and self.tokens is None:
+            raise ConfigError("Budget needs usd= or tokens=", fix="e.g. Budget(usd=2.00)")
+        if (self.usd is not None and self.usd < 0) or (self.tokens is not None and self.tokens < 0):
+            raise ConfigError("a Budget cannot be negative")
+
+    @property
+    def usd_micros(self) -> int | None:
+        return None if self.usd is None else round(self.usd * 1_000_000)
+
+
+@dataclass(frozen=True)
 class StepOptions:
     """Per-step policy; ``@durable`` takes the same fields as defaults for every step."""
 
@@ -102,6 +122,7 @@ class StepOptions:
     cache: bool = False  # reuse the output of an earlier call with the same function and inputs
     cache_key: str | None = None  # mixed into the cache key, e.g. a prompt template's version
     ttl: float | None = None  # seconds a cached output stays usable
+    estimate: float = 0.0  # USD this step is expected to cost, reserved against the budget
 
     def __post_init__(self) -> None:
         if self.timeout is not None and (
@@ -123,11 +144,13 @@ class StepOptions:
             cache=over.cache or self.cache,
             cache_key=over.cache_key or self.cache_key,
             ttl=over.ttl if over.ttl is not None else self.ttl,
+            estimate=over.estimate or self.estimate,
         )
 
 
 STEP_KEYWORDS = frozenset(
     {"retry", "timeout", "validate", "max_validation_attempts", "cache", "cache_key", "ttl"}
+    | {"estimate"}
 )
 
 

@@ -15,6 +15,8 @@ they reach the owner's log, so a malformed record can never poison recovery.
     reset    the run starts over            run epoch by ts   (epoch is the new one)
     cache    a step's output kept for reuse key fn codec out cost expires ts   (run is "")
     uncache  cached outputs dropped         fn ts   (fn None: all; run is "")
+    budget   the run's budget set or raised run epoch usd_micros tokens by ts
+    suspend  the run stopped to wait        run epoch reason ts
 """
 
 from __future__ import annotations
@@ -68,6 +70,15 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "ts": _NUM,
     },
     "uncache": {"run": _STR, "fn": _OPT_STR, "ts": _NUM},
+    "budget": {
+        "run": _STR,
+        "epoch": _INT,
+        "usd_micros": _OPT_INT,
+        "tokens": _OPT_INT,
+        "by": _STR,
+        "ts": _NUM,
+    },
+    "suspend": {"run": _STR, "epoch": _INT, "reason": _STR, "ts": _NUM},
 }
 JOURNAL_KINDS = frozenset({"cache", "uncache"})  # records of the journal, not of one run
 STEP_KINDS = frozenset({"step", "marker", "child"})
@@ -126,8 +137,8 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['pos']}/{rec['att']}"
     if k in ("run", "fail"):
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
-    if k == "cache":
-        return f"cache/{rec['key']}/{rec['ts']}"
+    if k in ("cache", "budget", "suspend"):
+        return f"{k}/{rec.get('key') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"
     return f"{k}/{rec['run']}/{rec['epoch']}"
@@ -151,3 +162,12 @@ def uncache_record(fn: str | None) -> Record:
     import time
 
     return {"k": "uncache", "run": "", "fn": fn, "ts": time.time()}
+
+
+def budget_record(
+    run_id: str, epoch: int, usd_micros: int | None, tokens: int | None, by: str
+) -> Record:
+    import time
+
+    rec = {"k": "budget", "run": run_id, "epoch": epoch, "usd_micros": usd_micros}
+    return rec | {"tokens": tokens, "by": by, "ts": time.time()}

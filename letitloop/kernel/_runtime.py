@@ -35,7 +35,7 @@ from letitloop.kernel._context import (
     require_run,
 )
 from letitloop.kernel._contract import CacheEntry, Journal, StepRecord
-from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError
+from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError, Suspended
 from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions, JournalSpec
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
@@ -128,7 +128,9 @@ class _Invocation:
         if state.status == "completed":
             assert state.result is not None
             return _Done(self.codec.decode(*state.result, what=f"result of run {self.run_id}"))
-        return RunContext(self.journal, self.codec, state, self.opts.step_defaults())
+        budget = self.opts.budget
+        limits = (budget.usd_micros, budget.tokens) if budget else None
+        return RunContext(self.journal, self.codec, state, self.opts.step_defaults(), limits)
 
     def finish_record(self, ctx: RunContext, result: Any) -> dict[str, Any]:
         codec, data = self.codec.encode(
@@ -171,6 +173,8 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
         try:
             result = inv.fn(*inv.call_args, **inv.call_kwargs)
             inv.journal.append([inv.finish_record(ctx, result)])
+        except Suspended:
+            raise  # journaled as suspended, not failed: calling the run again continues it
         except (Exception, KeyboardInterrupt) as exc:  # an interrupted run is not running
             _quietly(inv.journal.append, [inv.fail_record(ctx, exc)])
             raise
@@ -191,8 +195,14 @@ async def _run_async(inv: _Invocation, parent: str | None) -> Any:
     step_token = current_step_var.set(None)
     try:
         try:
-            result = await inv.fn(*inv.call_args, **inv.call_kwargs)
+            try:
+                result = await inv.fn(*inv.call_args, **inv.call_kwargs)
+            finally:
+                while ctx.inflight:  # steps still running after a sibling raised: let them land
+                    await asyncio.sleep(0.005)
             await asyncio.to_thread(inv.journal.append, [inv.finish_record(ctx, result)])
+        except Suspended:
+            raise
         except Exception as exc:
             await asyncio.to_thread(_quietly, inv.journal.append, [inv.fail_record(ctx, exc)])
             raise
@@ -352,6 +362,7 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
         return _from_cache(ctx, tries, hit)  # type: ignore[no-any-return]
     while True:
         CLOCK.sleep(tries.wait())
+        held = ctx.reserve(opts.estimate, name, pos)  # or the run suspends here
         ident = tries.ident()
         ctx.journal.append([ctx.record("step", *ident)], sync=False)
         token = current_step_var.set((ctx, pos, tries.att, _kind, name, tries.feedback))
@@ -367,6 +378,7 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
             tries.failed(exc, _cost.journaled(spent))  # raises unless another attempt follows
             continue
         finally:
+            ctx.settle(held, _cost.journaled(spent))
             _cost.end(cost_token)
             current_step_var.reset(token)
         if not tries.rejected(out, _cost.journaled(spent)):
@@ -464,6 +476,8 @@ async def _async_body(
         return await asyncio.to_thread(_from_cache, ctx, tries, hit)
     while True:
         await CLOCK.asleep(tries.wait())
+        held = ctx.reserve(opts.estimate, name, pos)  # or the run suspends here
+        ctx.inflight += 1
         ident = tries.ident()
         ctx.journal.append([ctx.record("step", *ident)], sync=False)
         token = current_step_var.set((ctx, pos, tries.att, kind, name, tries.feedback))
@@ -487,6 +501,8 @@ async def _async_body(
             await asyncio.to_thread(tries.failed, exc, cost)
             continue
         finally:
+            ctx.settle(held, _cost.journaled(spent))
+            ctx.inflight -= 1
             _cost.end(cost_token)
             current_step_var.reset(token)
         if not await asyncio.to_thread(tries.rejected, out, _cost.journaled(spent)):

@@ -48,6 +48,7 @@ class RunEntry:
         self.cost_micros = 0  # what the attempts of the current epoch cost
         self.tokens = 0
         self.saved_micros = 0  # what cache hits saved
+        self.budget: tuple[int | None, int | None] | None = None  # (micro-USD, tokens) journaled
 
     def wire(self) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""
@@ -61,6 +62,9 @@ class RunEntry:
             "result": list(self.result) if self.result else None,
             "error": self.error,
             "steps": [s["wire"] for s in self.steps.values()],
+            "cost": self.cost_micros,
+            "tokens": self.tokens,
+            "budget": list(self.budget) if self.budget else None,
         }
 
     def steps_done(self) -> int:
@@ -87,6 +91,9 @@ def run_state(wire: dict[str, Any]) -> RunState:
         result=(result[0], result[1]) if result else None,
         error=wire.get("error"),
         steps=steps,
+        cost_micros=wire.get("cost", 0),
+        tokens=wire.get("tokens", 0),
+        budget=tuple(wire["budget"]) if wire.get("budget") else None,
     )
 
 
@@ -217,6 +224,8 @@ class JournalState:
                 fix="call the workflow again to start the reset run",
                 run_id=run_id,
             )
+        if k == "budget":
+            return True  # anyone may raise a budget, even while the run executes
         if k in ("resolve", "reset"):
             if entry.holder is not None and entry.holder != session:
                 raise RunLockedError(
@@ -306,6 +315,11 @@ class JournalState:
             entry.current = None
         elif k == "fail":
             entry.status, entry.error = "failed", rec["err"]
+        elif k == "budget":
+            entry.budget = (rec["usd_micros"], rec["tokens"])
+        elif k == "suspend":
+            entry.status = "suspended"
+            entry.error = {"type": "letitloop.Suspended", "message": rec["reason"]}
         elif k == "resolve":
             step = entry.steps[rec["pos"]]
             step["res"], step["res_by"] = rec["res"], rec["by"]

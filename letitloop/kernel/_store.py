@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS runs(
   epoch INTEGER NOT NULL, status VARCHAR NOT NULL, tries INTEGER NOT NULL,
   created DOUBLE NOT NULL, updated DOUBLE NOT NULL, args_codec VARCHAR, args BLOB,
   entry VARCHAR, parent VARCHAR, result_codec VARCHAR, result BLOB, error JSON,
-  started_by VARCHAR);
+  started_by VARCHAR, budget_micros BIGINT, budget_tokens BIGINT);
 CREATE TABLE IF NOT EXISTS steps(
   run_id VARCHAR, epoch INTEGER, position INTEGER, attempt INTEGER, kind VARCHAR, name VARCHAR,
   fingerprint VARCHAR, status VARCHAR, started DOUBLE, ended DOUBLE, codec VARCHAR, output BLOB,
@@ -208,8 +208,9 @@ class Store:
             args = rec.get("args") or [None, None]
             self.db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, NULL, NULL,"
-                " NULL, ?) ON CONFLICT DO UPDATE SET epoch = excluded.epoch, status = 'running', "
-                "tries = greatest(runs.tries, excluded.tries), updated = excluded.updated, "
+                " NULL, ?, NULL, NULL) ON CONFLICT DO UPDATE SET epoch = excluded.epoch, "
+                "status = 'running', tries = greatest(runs.tries, excluded.tries), "
+                "updated = excluded.updated, "
                 "args_codec = excluded.args_codec, args = excluded.args, entry = excluded.entry,"
                 " parent = excluded.parent, error = NULL, started_by = excluded.started_by",
                 [run_id, rec["wf"], rec["key"], rec["epoch"], rec["try"], ts, ts, args[0]]
@@ -225,6 +226,17 @@ class Store:
             self.db.execute(
                 "UPDATE runs SET status = 'failed', error = ?, updated = ? WHERE run_id = ?",
                 [_json(rec["err"]), ts, run_id],
+            )
+        elif k == "budget":
+            self.db.execute(
+                "UPDATE runs SET budget_micros = ?, budget_tokens = ?, updated = ? "
+                "WHERE run_id = ?",
+                [rec["usd_micros"], rec["tokens"], ts, run_id],
+            )
+        elif k == "suspend":
+            self.db.execute(
+                "UPDATE runs SET status = 'suspended', error = ?, updated = ? WHERE run_id = ?",
+                [_json({"type": "letitloop.Suspended", "message": rec["reason"]}), ts, run_id],
             )
         elif k == "cache":
             self.db.execute(
@@ -246,13 +258,16 @@ class Store:
         """Everything the live state needs to hold a run: header, latest attempts, keys."""
         row = self.db.execute(
             "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, args,"
-            " entry, parent, result_codec, result, error, started_by FROM runs WHERE run_id = ?",
+            " entry, parent, result_codec, result, error, started_by, budget_micros, budget_tokens,"
+            " (SELECT coalesce(sum(cost_micros), 0) FROM steps s WHERE s.run_id = runs.run_id AND "
+            "s.epoch = runs.epoch), (SELECT coalesce(sum(tokens_in + tokens_out), 0) FROM steps s"
+            " WHERE s.run_id = runs.run_id AND s.epoch = runs.epoch) FROM runs WHERE run_id = ?",
             [run_id],
         ).fetchone()
         if row is None:
             return None
         wf, key, epoch, status, tries, created, updated, a_codec, args, entry, parent = row[:11]
-        r_codec, result, error, started_by = row[11:]
+        r_codec, result, error, started_by, b_micros, b_tokens, cost, tokens = row[11:]
         steps = self.db.execute(
             "SELECT position, attempt, kind, name, fingerprint, status, codec, "
             "CASE WHEN size <= 65536 THEN output END, size > 65536, "
@@ -281,6 +296,11 @@ class Store:
             "result": [r_codec, result] if r_codec else None,
             "error": json.loads(error) if error else None,
             "started_by": started_by,
+            "cost": int(cost),
+            "tokens": int(tokens),
+            "budget": [b_micros, b_tokens]
+            if b_micros is not None or b_tokens is not None
+            else None,
             "keys": [k[0] for k in keys],
             "steps": [
                 {
