@@ -4,15 +4,15 @@
 
 Search is rate-limited once and retried with backoff; the draft is checked and rewritten with
 the critique until it has four paragraphs; the polish step is cached, so a second run with the
-same topic pays nothing for it; every attempt's cost lands in the journal. Run it twice: the
-second run returns the journaled result at once.
+same topic pays nothing for it; every attempt's cost lands in the journal, and the run suspends
+rather than pass its $0.05 budget. Run it twice: the second run returns the journaled result.
 """
 
 from __future__ import annotations
 
 import sys
 
-from letitloop import Invalid, Retry, durable, open_journal, record_cost, step
+from letitloop import Budget, Invalid, Retry, durable, open_journal, record_cost, step
 from letitloop.testing import FakeLLM, RateLimitError
 
 DRAFT = "{t} matters.\n\nIt survives crashes.\n\nIt costs little.\n\nIt is easy to adopt."
@@ -38,9 +38,9 @@ def four_paragraphs(draft: str) -> object:
     return draft.count("\n\n") >= 3 or Invalid("need at least 4 paragraphs")
 
 
-@durable(retry=Retry(attempts=4, backoff=0.05, max_backoff=0.5))
+@durable(retry=Retry(attempts=4, backoff=0.05, max_backoff=0.5), budget=Budget(usd=0.05))
 def research(topic: str) -> str:
-    notes = step("search", search, topic)
+    notes = step("search", search, topic, estimate=0.002)
     draft = step("draft", write_draft, topic, notes, validate=four_paragraphs)
     return step("polish", llm.complete, f"Polish: {draft}", cache=True).text
 

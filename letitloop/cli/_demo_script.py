@@ -36,6 +36,7 @@ import sys
 import time
 
 from letitloop import atomic_marker, durable, step
+from letitloop.testing import FakeLLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOURNAL = os.path.join(HERE, "demo-journal", "journal.duckdb")
@@ -64,10 +65,13 @@ def model_delay(prompt):
     return 0.05 + hashlib.sha256(prompt.encode()).digest()[0] / 255 * 0.05
 
 
+llm = FakeLLM(replies=model_answer)  # letitloop's deterministic stand-in for a model
+
+
 def fake_llm(prompt):
-    """A stand-in for a model call: 50-100 ms of 'thinking', then a deterministic answer."""
+    """A model call: 50-100 ms of 'thinking', then a deterministic answer."""
     time.sleep(model_delay(prompt))
-    return model_answer(prompt)
+    return llm.complete(prompt).text
 
 
 def record(path, line):

@@ -223,7 +223,10 @@ def reset_cmd(run: str, yes: bool, by: str | None, as_json: bool) -> None:
 @runs.command("retry")
 @click.argument("run")
 @click.option(
-    "--step", metavar="NAME|POSITION", help="Which dead-lettered step (default: the one)."
+    "--from",
+    "step",
+    metavar="STEP",
+    help="Which dead-lettered step, by name or position (default: the run's one).",
 )
 @click.option("--by", metavar="NAME", help="Who re-arms it (default: user@host).")
 @json_option

@@ -267,3 +267,36 @@ def test_feedback_and_counts_survive_an_owner_restart(journal_path) -> None:  # 
     stop_owner(journal_path)
     assert flow() == "long enough"
     assert seen == [None, "longer please", "longer please"]
+
+
+def test_lil_runs_retry_rearms_a_dead_letter(journal_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from click.testing import CliRunner
+
+    from letitloop.cli import lil
+
+    failures = [RateLimited()] * 2
+
+    def call() -> str:
+        if failures:
+            raise failures.pop(0)
+        return "ok"
+
+    @durable(journal=journal_path, run_id="cli-dead")
+    def flow() -> str:
+        return step("call", call, retry=Retry(attempts=2, backoff=0))
+
+    with pytest.raises(DeadLetteredError):
+        flow()
+    runner = CliRunner()
+    base = ["--journal", str(journal_path)]
+    done = runner.invoke(lil, [*base, "runs", "retry", "cli-dead", "--from", "call"])
+    assert done.exit_code == 0, done.output
+    assert flow() == "ok"
+    shown = json.loads(runner.invoke(lil, [*base, "runs", "show", "cli-dead", "--json"]).output)
+    attempts = shown["attempts"]
+    assert [a["status"] for a in attempts] == ["failed", "failed", "completed"]
+    assert attempts[1]["error"]["dead"] is True and attempts[1]["resolution"] == "rearm"
+    again = runner.invoke(lil, [*base, "runs", "retry", "cli-dead"])
+    assert again.exit_code == 1 and "no dead-lettered step" in again.output
