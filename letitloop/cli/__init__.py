@@ -37,6 +37,7 @@ COMMANDS = {
         "runs",
         "List, inspect, retry, budget, reset and gc runs.",
     ),
+    "splice": ("letitloop.cli._splice", "splice", "Replace, insert or delete one def or class."),
 }
 
 

@@ -1,0 +1,7 @@
+"""Jobs."""
+
+
+class Jobs:
+    @staticmethod
+    def nightly(day):
+        return day

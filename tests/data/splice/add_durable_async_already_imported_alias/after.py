@@ -1,0 +1,6 @@
+from letitloop import durable_async as lil_durable
+
+
+@lil_durable
+async def crawl(site):
+    return site

@@ -1,0 +1,6 @@
+class A:
+    def one(self):
+        return 1
+
+
+x = A()

@@ -1,0 +1,4 @@
+class A:
+    # going away
+    def one(self):
+        return 1

@@ -1,0 +1,6 @@
+def handler():
+    return 1
+
+
+def handler():
+    return 2

@@ -1,0 +1,2 @@
+def Load():
+    return 2

@@ -1,0 +1,6 @@
+class Api:
+    def ping(self):
+        return "pong"
+
+    def version(self) -> str:
+        return "1"

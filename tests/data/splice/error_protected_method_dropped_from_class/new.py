@@ -1,0 +1,3 @@
+class Api:
+    def ping(self):
+        return "PONG"

@@ -1,0 +1,2 @@
+def send(to, body):
+    pass

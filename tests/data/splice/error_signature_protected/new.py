@@ -1,0 +1,2 @@
+def fetch(self, url: str, timeout: float = 10.0) -> bytes:
+    return b"x"

@@ -1,0 +1,3 @@
+class Service:
+    def fetch(self):
+        return 1

@@ -1,0 +1,6 @@
+def one():
+    return 1
+
+
+def two():
+    return 2

@@ -1,0 +1,9 @@
+import os
+
+
+def a():
+    return 1
+
+
+def c():
+    return 3

@@ -1,0 +1,9 @@
+"""Tools."""
+
+
+def one():
+    return 1
+
+
+def two():
+    return 2

@@ -1,0 +1,5 @@
+"""Tools."""
+
+
+def one():
+    return 1

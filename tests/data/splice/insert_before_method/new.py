@@ -1,0 +1,2 @@
+def load(self, key):
+    return self.items[key]

@@ -1,0 +1,9 @@
+class Repo:
+    """Storage."""
+
+    def save(self, item):
+        self.items.append(item)
+
+
+def helper():
+    pass

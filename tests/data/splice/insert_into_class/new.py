@@ -1,0 +1,3 @@
+@property
+def size(self):
+    return len(self.items)

@@ -1,0 +1,3 @@
+class Empty:
+	def hello(self):
+		return "hello"

@@ -1,0 +1,2 @@
+def hello(self):
+    return "hello"

@@ -1,0 +1,10 @@
+import asyncio
+
+
+async def fetch(url: str) -> bytes:
+    async with session.get(url) as response:
+        return await response.read()
+
+
+async def main():
+    return await fetch("x")

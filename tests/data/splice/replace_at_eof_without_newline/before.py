@@ -1,0 +1,6 @@
+def first():
+    return 1
+
+
+def last():
+    return 2

@@ -1,0 +1,3 @@
+def last():
+    value = 2
+    return value

@@ -1,0 +1,10 @@
+# models
+
+class Point:
+    """A point."""
+
+    x: int
+    y: int
+
+
+ORIGIN = Point()

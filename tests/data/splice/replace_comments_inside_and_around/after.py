@@ -1,0 +1,12 @@
+def first():
+    return 1
+# a flush-left note about second
+
+
+def second():
+    # only step
+    return 2  # simpler
+# a note after second, flush left
+
+def third():
+    return 3

@@ -1,0 +1,5 @@
+def greet(name):
+    """Say hello."""
+    text = """hello
+there"""
+    return text + name

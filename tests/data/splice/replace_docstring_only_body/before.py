@@ -1,0 +1,6 @@
+class Protocol:
+    def run(self):
+        """Run the thing."""
+
+    def stop(self):
+        """Stop the thing."""

@@ -1,0 +1,5 @@
+    def run(self):
+        """Run the thing, now with a longer explanation.
+
+        It still has no code.
+        """

@@ -1,0 +1,3 @@
+# Entry point.
+def main():
+    print("hello, world")

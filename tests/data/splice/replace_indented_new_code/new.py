@@ -1,0 +1,7 @@
+        def query():
+            sql = """
+SELECT id,
+       name
+FROM users
+"""
+            return sql

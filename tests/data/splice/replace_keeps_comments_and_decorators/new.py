@@ -1,0 +1,2 @@
+def lookup(key):
+    return key.lower()

@@ -1,0 +1,2 @@
+def label():
+    return "crème brûlée"

@@ -1,0 +1,7 @@
+def method(self):
+    """Now documented.
+
+    Second paragraph.
+    """
+    value = 10
+    return value

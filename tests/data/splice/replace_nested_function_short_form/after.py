@@ -1,0 +1,6 @@
+class Handler:
+    def handle(self):
+        def helper():
+            return "new"
+
+        return helper()

@@ -1,0 +1,6 @@
+class Handler:
+    def handle(self):
+        def helper():
+            return "old"
+
+        return helper()

@@ -1,0 +1,6 @@
+class Api:
+    # GET /items
+    @route("/items", methods=["GET"])
+    @cached
+    def items(self):
+        return list(self.store)

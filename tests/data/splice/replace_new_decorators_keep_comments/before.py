@@ -1,0 +1,5 @@
+class Api:
+    # GET /items
+    @route("/items")
+    def items(self):
+        return []

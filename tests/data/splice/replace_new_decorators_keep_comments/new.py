@@ -1,0 +1,4 @@
+@route("/items", methods=["GET"])
+@cached
+def items(self):
+    return list(self.store)

@@ -1,0 +1,2 @@
+def parse(value):
+    return type(value)(value)

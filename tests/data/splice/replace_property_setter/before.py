@@ -1,0 +1,11 @@
+class Box:
+    def __init__(self):
+        self._size = 0
+
+    @property
+    def size(self):
+        return self._size
+
+    @size.setter
+    def size(self, value):
+        self._size = value

@@ -1,0 +1,10 @@
+try:
+    import ujson as json
+
+    def dumps(value):
+        return json.dumps(value)
+except ImportError:
+    import json
+
+    def dumps(value):
+        return json.dumps(value, sort_keys=True)

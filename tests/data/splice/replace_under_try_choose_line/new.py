@@ -1,0 +1,2 @@
+def dumps(value):
+    return json.dumps(value, sort_keys=True)

@@ -1,0 +1,7 @@
+def pay(order):
+	if order.total:
+		charge(
+			order.card,
+			order.total,
+		)
+	return order

@@ -1,0 +1,8 @@
+"""Async pipeline."""
+
+import asyncio
+
+
+async def run(url):
+    body = await download(url)
+    return body

@@ -1,0 +1,7 @@
+from letitloop import durable
+
+
+@durable
+def sync(user_id):
+    user = fetch_user(user_id, fields=["plan"])
+    return user
