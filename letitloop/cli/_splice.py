@@ -8,20 +8,15 @@ libcst is imported when a command runs, not when ``lil`` starts.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
 import sys
-import tempfile
-import tokenize
-from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from letitloop.cli import _output as out
-from letitloop.cli._shared import LilError, json_option
+from letitloop.cli._shared import LilError, journal_option, json_option, open_cli_journal, who
+from letitloop.kernel._errors import LetItLoopError
 
 if TYPE_CHECKING:
     from letitloop.splice._result import SpliceResult
@@ -59,6 +54,8 @@ class SourceFile:
             raise LilError(
                 f"cannot read {path}: {exc.strerror or exc}", fix="check the path"
             ) from None
+        from letitloop.splice._files import decode
+
         self.text, self.encoding = decode(data, str(path))
 
     def write(self, text: str) -> None:
@@ -70,6 +67,8 @@ class SourceFile:
                 fix="use characters the file's encoding has, or change its coding declaration",
             ) from None
         try:
+            from letitloop.splice._files import write_atomically
+
             write_atomically(self.path, data)
         except OSError as exc:
             raise LilError(
@@ -78,45 +77,10 @@ class SourceFile:
             ) from None
 
 
-def decode(data: bytes, name: str) -> tuple[str, str]:
-    """Text and encoding of Python source bytes (PEP 263 declaration or BOM, else UTF-8)."""
-    try:
-        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
-        return data.decode(encoding), encoding
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        raise LilError(
-            f"cannot decode {name}: {exc}",
-            fix="save the file as UTF-8, or declare its encoding (# -*- coding: ... -*-)",
-        ) from None
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (the file a symlink points to) via a temporary file in the
-    same directory and ``os.replace``, keeping the file's permission bits."""
-    real = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(os.stat(real).st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".lil-splice", dir=real.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(real.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 def read_new_code(spec: str) -> str:
     """The text of ``--with NEWFILE`` (``-`` reads standard input)."""
+    from letitloop.splice._files import decode
+
     if spec == "-":
         return decode(sys.stdin.buffer.read(), "standard input")[0]
     try:
@@ -308,15 +272,15 @@ def delete_cmd(file: Path, target: str, dry_run: bool, choose: int | None, as_js
     report(source, delete(source.text, target, choose=choose), dry_run, as_json)
 
 
-@splice.command("list")
+@splice.command("targets")
 @click.argument("file", type=FILE)
 @json_option
-def list_cmd(file: Path, as_json: bool) -> None:
+def targets_cmd(file: Path, as_json: bool) -> None:
     """List the qualified names of FILE's functions, methods and classes.
 
     \b
     Example:
-        lil splice list app.py
+        lil splice targets app.py
     """
     from letitloop.splice import list_targets
 
@@ -334,17 +298,116 @@ def list_cmd(file: Path, as_json: bool) -> None:
     out.say(table)
 
 
-@splice.command("show")
+@splice.command("source")
 @click.argument("file", type=FILE)
 @click.argument("target")
 @choose_option
-def show_cmd(file: Path, target: str, choose: int | None) -> None:
+def source_cmd(file: Path, target: str, choose: int | None) -> None:
     """Print the source of TARGET in FILE, exactly as it is (comments and decorators too).
 
     \b
     Example:
-        lil splice show app.py Service.fetch > fetch.py
+        lil splice source app.py Service.fetch > fetch.py
     """
     from letitloop.splice import source_of
 
     click.echo(source_of(SourceFile(file).text, target, choose=choose), nl=False)
+
+
+# -- proposals: an agent proposes, a person decides ------------------------------------------
+
+
+@splice.command("list")
+@click.option(
+    "--state",
+    type=click.Choice(["pending", "applied", "rejected", "conflict"]),
+    help="Only proposals in this state.",
+)
+@json_option
+@journal_option
+def list_cmd(state: str | None, as_json: bool) -> None:
+    """List splice proposals: id, state, file, target, who proposed it and why.
+
+    \b
+    Example:
+        lil splice list --state pending
+    """
+    from letitloop.splice import list_proposals
+
+    found = list_proposals(state, journal=open_cli_journal())
+    if as_json:
+        out.emit_json(found)
+        return
+    table = out.make_table("id", "state", "file", "target", "by", "proposed", "reason")
+    for p in found:
+        table.add_row(p.id, p.state, p.path, p.target, p.by, out.ago(p.created), p.reason)
+    out.say(table)
+
+
+@splice.command("show")
+@click.argument("proposal")
+@json_option
+@journal_option
+def show_cmd(proposal: str, as_json: bool) -> None:
+    """Show a proposal: its state and the change it makes, as a diff against the file now.
+
+    \b
+    Example:
+        lil splice show 3fa9c2
+    """
+    from letitloop.splice import get_proposal, replace
+
+    p = get_proposal(proposal, journal=open_cli_journal())
+    if as_json:
+        out.emit_json(p)
+        return
+    out.say(out.text(f"proposal {p.id}: {p.state}", "bold"), out.text(f"{p.target} in {p.path}"))
+    out.say(out.text(f"by {p.by} {out.ago(p.created)}: {p.reason or '(no reason given)'}"))
+    if p.decided_by:
+        out.say(out.text(f"{p.state} by {p.decided_by} {out.ago(p.decided_at)}"))
+    try:
+        show_diff(replace(SourceFile(Path(p.path)).text, p.target, p.code).diff_for(p.path))
+    except LetItLoopError as exc:
+        out.say(out.text(f"does not apply to the file as it is now: {exc.message}"))
+
+
+@splice.command("apply")
+@click.argument("proposal")
+@json_option
+@journal_option
+def apply_cmd(proposal: str, as_json: bool) -> None:
+    """Apply a pending proposal: only if its target is unchanged, else it is marked a conflict.
+
+    \b
+    Example:
+        lil splice apply 3fa9c2
+    """
+    from letitloop.splice import apply_proposal
+
+    result = apply_proposal(proposal, by=who(), journal=open_cli_journal())
+    if as_json:
+        out.emit_json({"applied": proposal, "changed": result.changed, "diff": result.diff})
+        return
+    show_diff(result.diff)
+    out.say(out.text(f"applied proposal {proposal}", "bold"))
+
+
+@splice.command("reject")
+@click.argument("proposal")
+@click.option("--comment", help="Why (kept with the decision).")
+@json_option
+@journal_option
+def reject_cmd(proposal: str, comment: str | None, as_json: bool) -> None:
+    """Reject a pending proposal (with a comment for whoever proposed it).
+
+    \b
+    Example:
+        lil splice reject 3fa9c2 --comment "keep the retry loop"
+    """
+    from letitloop.splice import reject_proposal
+
+    p = reject_proposal(proposal, by=who(), comment=comment, journal=open_cli_journal())
+    if as_json:
+        out.emit_json(p)
+        return
+    out.say(out.text(f"rejected proposal {p.id}", "bold"))

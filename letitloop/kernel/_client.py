@@ -24,12 +24,19 @@ from letitloop.kernel._contract import (
     CacheEntry,
     Encoded,
     EventInfo,
+    Proposal,
     RunDetail,
     RunInfo,
     RunState,
 )
 from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
-from letitloop.kernel._records import Record, cache_record, uncache_record
+from letitloop.kernel._records import (
+    Record,
+    cache_record,
+    decide_record,
+    propose_record,
+    uncache_record,
+)
 from letitloop.kernel._state import run_state
 
 _journals: dict[Path, OwnerJournal] = {}
@@ -466,6 +473,16 @@ class OwnerJournal:
     ) -> None:
         req = {"op": "budget", "run": run_id, "usd": usd_micros, "tokens": tokens, "by": by}
         self._call(req)
+
+    def propose(self, proposal: Proposal) -> None:
+        self.append([propose_record(proposal)])
+
+    def proposals(self, state: str | None = None) -> list[Proposal]:
+        rows = self._call({"op": "proposals", "state": state})["proposals"]
+        return [Proposal(*row) for row in rows]
+
+    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
+        self.append([decide_record(proposal_id, state, by, note)])
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})

@@ -138,6 +138,25 @@ class CacheEntry(NamedTuple):
     output: bytes | None = None
 
 
+class Proposal(NamedTuple):
+    """A splice an agent proposed: replace ``target`` in ``path`` with ``code``."""
+
+    id: str
+    path: str
+    target: str
+    code: str
+    reason: str
+    by: str
+    created: float
+    base: str  # sha256 of the file when proposed
+    old: str  # the target's source when proposed: applying checks it is still the same
+    origin: str | None  # the run that proposed it, if any
+    state: str  # pending | applied | rejected | conflict
+    decided_by: str | None = None
+    decided_at: float | None = None
+    note: str | None = None  # a comment, or for a conflict the target's current source
+
+
 class Subscription(Protocol):
     def close(self) -> None: ...
 
@@ -207,6 +226,16 @@ class Journal(Protocol):
         self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
     ) -> None:
         """Set or raise a run's budget; a suspended run continues when it is called again."""
+        ...
+
+    def propose(self, proposal: Proposal) -> None:
+        """Record a pending splice proposal (made by the splicer's ``propose_splice``)."""
+        ...
+
+    def proposals(self, state: str | None = None) -> list[Proposal]: ...
+
+    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
+        """Record that a proposal was applied, rejected or found in conflict."""
         ...
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:

@@ -22,6 +22,7 @@ from letitloop.kernel._contract import (
     CacheEntry,
     Encoded,
     EventInfo,
+    Proposal,
     RunDetail,
     RunInfo,
     RunState,
@@ -31,6 +32,8 @@ from letitloop.kernel._records import (
     Record,
     budget_record,
     cache_record,
+    decide_record,
+    propose_record,
     uncache_record,
     without_payload,
 )
@@ -55,6 +58,7 @@ class MemoryStore:
         self.subscribers: list[tuple[str | None, Callable[[list[EventInfo]], None]]] = []
         self.journal_id = "mem-" + uuid.uuid4().hex[:12]
         self.cache: dict[str, CacheEntry] = {}
+        self.proposals: dict[str, Proposal] = {}
 
 
 class _Sub:
@@ -138,6 +142,12 @@ class MemoryJournal:
                     rec["cost"],
                     rec["codec"],
                     rec["out"],
+                )
+            elif rec["k"] == "propose":
+                st.proposals.setdefault(rec["id"], _proposal(rec))
+            elif rec["k"] == "decide" and rec["id"] in st.proposals:
+                st.proposals[rec["id"]] = st.proposals[rec["id"]]._replace(
+                    state=rec["state"], decided_by=rec["by"], decided_at=rec["ts"], note=rec["note"]
                 )
             elif rec["k"] == "uncache":
                 st.cache = {k: e for k, e in st.cache.items() if rec["fn"] not in (None, e.fn)}
@@ -277,6 +287,17 @@ class MemoryJournal:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             self._write([budget_record(run_id, entry.epoch, usd_micros, tokens, by)])
 
+    def propose(self, proposal: Proposal) -> None:
+        self.append([propose_record(proposal)])
+
+    def proposals(self, state: str | None = None) -> list[Proposal]:
+        with self.store.cond:
+            found = list(self.store.proposals.values())
+        return [p for p in found if state in (None, p.state)]
+
+    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
+        self.append([decide_record(proposal_id, state, by, note)])
+
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)
@@ -380,4 +401,20 @@ def attempt_info(a: dict[str, Any]) -> AttemptInfo:
         tokens_out=a.get("tokens_out", 0),
         model=a.get("model"),
         cache=a.get("cache"),
+    )
+
+
+def _proposal(rec: Record) -> Proposal:
+    return Proposal(
+        rec["id"],
+        rec["path"],
+        rec["target"],
+        rec["code"],
+        rec["reason"],
+        rec["by"],
+        rec["ts"],
+        rec["base"],
+        rec["old"],
+        rec["origin"],
+        "pending",
     )

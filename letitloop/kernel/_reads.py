@@ -76,6 +76,10 @@ def _read_cache_list(owner: Owner, req: dict[str, Any], held: list[str]) -> dict
     return {"entries": owner.store.cache_list(req.get("limit", 100))}
 
 
+def _read_proposals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {"proposals": owner.store.proposals(req.get("state"))}
+
+
 READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
     "output": _read_output,
     "runs": _read_runs,
@@ -87,4 +91,5 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "gc": _read_gc,
     "cache_get": _read_cache_get,
     "cache_list": _read_cache_list,
+    "proposals": _read_proposals,
 }

@@ -17,6 +17,8 @@ they reach the owner's log, so a malformed record can never poison recovery.
     uncache  cached outputs dropped         fn ts   (fn None: all; run is "")
     budget   the run's budget set or raised run epoch usd_micros tokens by ts
     suspend  the run stopped to wait        run epoch reason ts
+    propose  a splice proposal              id path target code reason by base old origin ts
+    decide   a proposal applied, rejected or in conflict   id state by note ts
 """
 
 from __future__ import annotations
@@ -79,8 +81,24 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "ts": _NUM,
     },
     "suspend": {"run": _STR, "epoch": _INT, "reason": _STR, "ts": _NUM},
+    "propose": {
+        "run": _STR,
+        "id": _STR,
+        "path": _STR,
+        "target": _STR,
+        "code": _STR,
+        "reason": _STR,
+        "by": _STR,
+        "base": _STR,
+        "old": _STR,
+        "origin": _OPT_STR,
+        "ts": _NUM,
+    },
+    "decide": {"run": _STR, "id": _STR, "state": _STR, "by": _STR, "note": _OPT_STR, "ts": _NUM},
 }
-JOURNAL_KINDS = frozenset({"cache", "uncache"})  # records of the journal, not of one run
+# records of the journal, not of one run
+JOURNAL_KINDS = frozenset({"cache", "uncache", "propose", "decide"})
+PROPOSAL_STATES = frozenset({"applied", "rejected", "conflict"})
 STEP_KINDS = frozenset({"step", "marker", "child"})
 RESOLUTIONS = frozenset({"done", "redo", "rearm"})  # rearm: a dead-lettered step
 _INT_LIMIT = 2**31
@@ -116,6 +134,8 @@ def validate(rec: object) -> Record:
         and type(cache.get("saved")) is int
     ):
         raise JournalError(f"journal record {rec['k']!r}: malformed cache note {cache!r}")
+    if rec["k"] == "decide" and rec["state"] not in PROPOSAL_STATES:
+        raise JournalError(f"a splice decision must be one of {sorted(PROPOSAL_STATES)}")
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
@@ -137,8 +157,10 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['pos']}/{rec['att']}"
     if k in ("run", "fail"):
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
-    if k in ("cache", "budget", "suspend"):
-        return f"{k}/{rec.get('key') or rec['run']}/{rec['ts']}"
+    if k == "propose":
+        return f"propose/{rec['id']}"
+    if k in ("cache", "budget", "suspend", "decide"):
+        return f"{k}/{rec.get('key') or rec.get('id') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"
     return f"{k}/{rec['run']}/{rec['epoch']}"
@@ -171,3 +193,35 @@ def budget_record(
 
     rec = {"k": "budget", "run": run_id, "epoch": epoch, "usd_micros": usd_micros}
     return rec | {"tokens": tokens, "by": by, "ts": time.time()}
+
+
+def propose_record(p: Any) -> Record:
+    """The ``propose`` record of a ``Proposal``."""
+    return {
+        "k": "propose",
+        "run": "",
+        "id": p.id,
+        "path": p.path,
+        "target": p.target,
+        "code": p.code,
+        "reason": p.reason,
+        "by": p.by,
+        "base": p.base,
+        "old": p.old,
+        "origin": p.origin,
+        "ts": p.created,
+    }
+
+
+def decide_record(proposal_id: str, state: str, by: str, note: str | None) -> Record:
+    import time
+
+    return {
+        "k": "decide",
+        "run": "",
+        "id": proposal_id,
+        "state": state,
+        "by": by,
+        "note": note,
+        "ts": time.time(),
+    }

@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS steps(
   size INTEGER, error JSON, next_position INTEGER, resolution VARCHAR, resolved_by VARCHAR,
   cost_micros BIGINT, tokens_in INTEGER, tokens_out INTEGER, model VARCHAR, cache VARCHAR,
   saved_micros BIGINT, PRIMARY KEY (run_id, epoch, position, attempt));
+CREATE TABLE IF NOT EXISTS proposals(
+  id VARCHAR PRIMARY KEY, path VARCHAR NOT NULL, target VARCHAR NOT NULL, code VARCHAR NOT NULL,
+  reason VARCHAR, proposed_by VARCHAR, created DOUBLE NOT NULL, base VARCHAR, old VARCHAR,
+  origin VARCHAR, state VARCHAR NOT NULL, decided_by VARCHAR, decided_at DOUBLE, note VARCHAR);
 CREATE TABLE IF NOT EXISTS cache(
   key VARCHAR PRIMARY KEY, fn VARCHAR NOT NULL, created DOUBLE NOT NULL, expires DOUBLE,
   codec VARCHAR NOT NULL, output BLOB, cost_micros BIGINT NOT NULL);
@@ -238,6 +242,19 @@ class Store:
                 "UPDATE runs SET status = 'suspended', error = ?, updated = ? WHERE run_id = ?",
                 [_json({"type": "letitloop.Suspended", "message": rec["reason"]}), ts, run_id],
             )
+        elif k == "propose":
+            self.db.execute(
+                "INSERT INTO proposals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL,"
+                " NULL) ON CONFLICT DO NOTHING",
+                [rec["id"], rec["path"], rec["target"], rec["code"], rec["reason"], rec["by"], ts]
+                + [rec["base"], rec["old"], rec["origin"]],
+            )
+        elif k == "decide":
+            self.db.execute(
+                "UPDATE proposals SET state = ?, decided_by = ?, decided_at = ?, note = ? "
+                "WHERE id = ?",
+                [rec["state"], rec["by"], ts, rec["note"], rec["id"]],
+            )
         elif k == "cache":
             self.db.execute(
                 "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -379,6 +396,15 @@ class Store:
             "SELECT key, fn, created, expires, octet_length(output), cost_micros FROM cache "
             "ORDER BY created DESC LIMIT ?",
             [limit],
+        ).fetchall()
+        return [list(r) for r in rows]
+
+    def proposals(self, state: str | None) -> list[list[Any]]:
+        rows = self.db.execute(
+            "SELECT id, path, target, code, reason, proposed_by, created, base, old, origin, "
+            "state, decided_by, decided_at, note FROM proposals WHERE ? IS NULL OR state = ? "
+            "ORDER BY created",
+            [state, state],
         ).fetchall()
         return [list(r) for r in rows]
 

@@ -38,20 +38,32 @@ _EXPORTS = {
     "Candidate": "letitloop.splice._errors",
     "InvalidSourceError": "letitloop.splice._errors",
     "SignatureChangedError": "letitloop.splice._errors",
+    "propose_splice": "letitloop.splice._proposals",
+    "apply_proposal": "letitloop.splice._proposals",
+    "reject_proposal": "letitloop.splice._proposals",
+    "list_proposals": "letitloop.splice._proposals",
+    "get_proposal": "letitloop.splice._proposals",
+    "ProposalConflictError": "letitloop.splice._proposals",
 }
 __all__ = [
     "AmbiguousTargetError",
     "Candidate",
     "InvalidSourceError",
+    "ProposalConflictError",
     "SignatureChangedError",
     "SpliceError",
     "SpliceResult",
     "Target",
     "TargetNotFoundError",
     "add_durable",
+    "apply_proposal",
     "delete",
+    "get_proposal",
     "insert",
+    "list_proposals",
     "list_targets",
+    "propose_splice",
+    "reject_proposal",
     "replace",
     "source_of",
     "wrap_in_marker",
@@ -70,6 +82,14 @@ if TYPE_CHECKING:
         TargetNotFoundError,
     )
     from letitloop.splice._ops import delete, insert, list_targets, replace, source_of
+    from letitloop.splice._proposals import (
+        ProposalConflictError,
+        apply_proposal,
+        get_proposal,
+        list_proposals,
+        propose_splice,
+        reject_proposal,
+    )
     from letitloop.splice._result import SpliceResult, Target
     from letitloop.splice._transforms import add_durable, wrap_in_marker, wrap_in_step
 

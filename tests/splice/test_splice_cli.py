@@ -107,7 +107,7 @@ def test_json_output(app: Path) -> None:
     assert data["dry_run"] is True and data["written"] is False
     assert "-def helper():\n" in data["diff"]
     assert app.read_bytes() == APP.encode()
-    listed = json.loads(ok(run("list", str(app), "--json")))
+    listed = json.loads(ok(run("targets", str(app), "--json")))
     assert [t["qualname"] for t in listed] == ["Service", "Service.fetch", "helper"]
     assert listed[1] == {
         "qualname": "Service.fetch",
@@ -131,19 +131,19 @@ def test_insert_reads_new_code_from_stdin(app: Path) -> None:
 
 
 def test_delete_and_show(app: Path) -> None:
-    shown = ok(run("show", str(app), "Service.fetch"))
+    shown = ok(run("source", str(app), "Service.fetch"))
     assert (
         shown
         == '    # fetch one URL\n    def fetch(self, url: str) -> bytes:\n        return b""\n'
     )
     ok(run("delete", str(app), "Service.fetch"))
     assert "class Service:\n    pass\n" in app.read_text()
-    assert "Service" in ok(run("list", str(app)))
+    assert "Service" in ok(run("targets", str(app)))
 
 
 def test_replacing_with_the_same_code_writes_nothing(app: Path) -> None:
     own = app.parent / "own.py"
-    own.write_text(ok(run("show", str(app), "helper")))
+    own.write_text(ok(run("source", str(app), "helper")))
     before = app.stat().st_mtime_ns
     assert "no change" in ok(run("replace", str(app), "helper", "--with", str(own)))
     assert app.stat().st_mtime_ns == before

@@ -1,0 +1,178 @@
+"""Splice proposals: an agent proposes a change to one definition, a person applies it.
+
+``propose_splice`` checks that the change applies now and journals it as *pending*, with the
+file's hash and the target's current source. ``apply_proposal`` re-reads the file and finds the
+target again: if the target is as it was when proposed (the rest of the file may have changed),
+the splice is applied and journaled as *applied*; otherwise the proposal is journaled as
+*conflict*, with the target's current source beside the proposed one, and nothing is written.
+``reject_proposal`` journals *rejected*. Who and when are kept for each decision. Any front end
+(the CLI, the TUI, the notebook, the editor) goes through these functions.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from letitloop.kernel._contract import Journal, Proposal
+from letitloop.splice._errors import SpliceError, TargetNotFoundError
+from letitloop.splice._files import read_source, write_atomically
+from letitloop.splice._ops import replace, source_of
+from letitloop.splice._result import SpliceResult
+
+
+class ProposalConflictError(SpliceError):
+    """The proposal's target changed since it was proposed; nothing was written."""
+
+    title = "splice proposal in conflict"
+
+
+def _journal(journal: Journal | None) -> Journal:
+    """The journal given, else the running durable function's, else the project's."""
+    if journal is not None:
+        return journal
+    from letitloop.kernel._context import current_run
+
+    ctx = current_run.get()
+    if ctx is not None:
+        return ctx.journal
+    from letitloop.kernel._client import open_journal
+
+    return open_journal()
+
+
+def _who() -> str:
+    user = os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def propose_splice(
+    path: str | os.PathLike[str],
+    target: str,
+    new_code: str,
+    *,
+    reason: str = "",
+    run: str | None = None,
+    by: str | None = None,
+    journal: Journal | None = None,
+) -> Proposal:
+    """Journal a pending proposal to replace ``target`` in ``path``; it must apply cleanly now."""
+    file = Path(path).resolve()
+    text, _ = read_source(file)
+    replace(text, target, new_code)  # the same checks an apply makes: fail now, not later
+    if run is None:
+        from letitloop.kernel._context import current_run
+
+        ctx = current_run.get()
+        run = ctx.run_id if ctx is not None else None
+    proposal = Proposal(
+        id=uuid.uuid4().hex[:10],
+        path=str(file),
+        target=target,
+        code=new_code,
+        reason=reason,
+        by=by or _who(),
+        created=time.time(),
+        base=hashlib.sha256(text.encode()).hexdigest(),
+        old=source_of(text, target),
+        origin=run,
+        state="pending",
+    )
+    _journal(journal).propose(proposal)
+    return proposal
+
+
+def list_proposals(state: str | None = None, *, journal: Journal | None = None) -> list[Proposal]:
+    """Every proposal in the journal, oldest first, or only those in ``state``."""
+    return _journal(journal).proposals(state)
+
+
+def get_proposal(proposal_id: str, *, journal: Journal | None = None) -> Proposal:
+    """A proposal by its id or an unambiguous prefix of it."""
+    found = [p for p in _journal(journal).proposals() if p.id.startswith(proposal_id)]
+    if len(found) == 1:
+        return found[0]
+    raise SpliceError(
+        f"no splice proposal {proposal_id!r}"
+        if not found
+        else f"{proposal_id!r} matches {len(found)} proposals",
+        fix="list them with `lil splice list`",
+    )
+
+
+def apply_proposal(
+    proposal_id: str, *, by: str | None = None, journal: Journal | None = None
+) -> SpliceResult:
+    """Apply a pending proposal if its target is unchanged; else journal a conflict and raise."""
+    j = _journal(journal)
+    with _decision_lock(j):
+        p = _pending(get_proposal(proposal_id, journal=j))
+        file = Path(p.path)
+        text, encoding = read_source(file)
+        try:
+            current: str | None = source_of(text, p.target)
+        except TargetNotFoundError:
+            current = None
+        if current != p.old:
+            note = current if current is not None else f"{p.target} no longer exists"
+            j.decide(p.id, "conflict", by or _who(), note)
+            raise ProposalConflictError(
+                f"proposal {p.id} to replace {p.target} in {file} is in conflict: the target "
+                "changed since it was proposed\n--- when proposed ---\n"
+                f"{p.old}\n--- now ---\n{note}\n--- proposed ---\n{p.code}",
+                fix="merge by hand (lil splice replace), or ask for a new proposal",
+                target=p.target,
+            )
+        result = replace(text, p.target, p.code)
+        write_atomically(file, result.source.encode(encoding))
+        j.decide(p.id, "applied", by or _who())
+        return result
+
+
+def reject_proposal(
+    proposal_id: str,
+    *,
+    by: str | None = None,
+    comment: str | None = None,
+    journal: Journal | None = None,
+) -> Proposal:
+    """Reject a pending proposal; the comment is kept with the decision."""
+    j = _journal(journal)
+    with _decision_lock(j):
+        p = _pending(get_proposal(proposal_id, journal=j))
+        j.decide(p.id, "rejected", by or _who(), comment)
+        return get_proposal(p.id, journal=j)
+
+
+def _pending(p: Proposal) -> Proposal:
+    if p.state in ("pending", "conflict"):
+        return p
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.decided_at or 0))
+    raise SpliceError(
+        f"proposal {p.id} was already {p.state} by {p.decided_by} at {when}",
+        fix="nothing to do; `lil splice show ID` shows it",
+    )
+
+
+@contextmanager
+def _decision_lock(journal: Journal) -> Iterator[Any]:
+    """One decision at a time per journal: two people applying at once cannot both win."""
+    location = getattr(journal, "location", ":memory:")
+    if location == ":memory:":
+        yield None
+        return
+    lock_path = Path(location).with_name(Path(location).name + ".splice.lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)
