@@ -7,7 +7,7 @@ Names are resolved lazily (PEP 562) so ``import letitloop`` stays close to a bar
 
 from __future__ import annotations
 
-from importlib import import_module
+from letitloop._lazy import lazy_exports
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing alone costs several ms
 
@@ -38,8 +38,6 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from letitloop.kernel._client import open_journal
     from letitloop.kernel._context import current_step
     from letitloop.kernel._cost import record_cost
@@ -58,14 +56,4 @@ if TYPE_CHECKING:
     from letitloop.kernel._runtime import async_step, durable, durable_async, step
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'letitloop' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -19,6 +19,22 @@ os.environ.setdefault("LIL_KEY_DIR", tempfile.mkdtemp(prefix="lil-keys-"))
 os.environ.setdefault("LIL_OWNER_IDLE", "60")
 
 
+def modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    import json
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    return set(json.loads(out.stdout))
+
+
 def _kill_owner(path: Path) -> None:
     from letitloop.kernel._client import stop_owner
     from letitloop.kernel._config import JournalPaths

@@ -2,37 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import letitloop
+from tests.conftest import modules_after
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ["duckdb", "textual", "pygls", "lsprotocol", "ipywidgets", "libcst", "IPython", "rich"]
 
 
-def _modules_after(code: str) -> set[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )
-    return set(json.loads(out.stdout))
-
-
 def test_import_letitloop_loads_no_heavy_module() -> None:
-    loaded = _modules_after("import letitloop")
+    loaded = modules_after("import letitloop")
     assert not [m for m in HEAVY if m in loaded]
     assert "asyncio" not in loaded and "msgpack" not in loaded  # resolved lazily, on first use
 
 
 def test_kernel_runtime_loads_no_front_end() -> None:
-    loaded = _modules_after(
+    loaded = modules_after(
         "from letitloop import durable, step, atomic_marker, durable_async, async_step\n"
         "import letitloop.kernel._client, letitloop.kernel._memory"
     )

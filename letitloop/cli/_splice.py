@@ -47,16 +47,10 @@ class SourceFile:
     """A Python file read as text in its declared encoding, with its line endings untouched."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise LilError(
-                f"cannot read {path}: {exc.strerror or exc}", fix="check the path"
-            ) from None
-        from letitloop.splice._files import decode
+        from letitloop.splice._files import read_source
 
-        self.text, self.encoding = decode(data, str(path))
+        self.path = path
+        self.text, self.encoding = read_source(path)
 
     def write(self, text: str) -> None:
         try:

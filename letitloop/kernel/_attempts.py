@@ -14,7 +14,7 @@ import inspect
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from letitloop.kernel._context import RunContext
@@ -63,6 +63,10 @@ class Attempts:
         if self.retry_at is None:
             return 0.0
         return max(0.0, self.retry_at - CLOCK.time())
+
+    def sleep(self) -> None:
+        if self.retry_at is not None:
+            CLOCK.sleep(self.wait())
 
     def kwargs(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The call's keywords, plus ``feedback=`` for a function that takes it."""
@@ -188,17 +192,23 @@ def _takes_feedback(fn: Callable[..., Any]) -> bool:
     return "feedback" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+_NO_LIMIT = nullcontext()
+
+
+def time_limit(seconds: float | None, name: str) -> AbstractContextManager[None]:
+    """Interrupt a synchronous attempt after ``seconds`` with ``StepTimeout`` (SIGALRM);
+    without a timeout, a shared no-op (this is on every step's path)."""
+    return _NO_LIMIT if seconds is None else _alarm(seconds, name)
+
+
 @contextmanager
-def time_limit(seconds: float | None, name: str) -> Iterator[None]:
-    """Interrupt a synchronous attempt after ``seconds`` with ``StepTimeout`` (SIGALRM).
+def _alarm(seconds: float, name: str) -> Iterator[None]:
+    """SIGALRM after ``seconds``.
 
     Limits: only in the main thread (elsewhere, use ``async_step``, which cancels for real); the
     exception arrives between Python bytecodes, so a long call in C is interrupted when it
     returns; code that catches every exception can swallow it.
     """
-    if seconds is None:
-        yield
-        return
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError(
             f"timeout= on the synchronous step {name!r} needs the main thread",

@@ -111,6 +111,8 @@ class RunContext:
 
     def settle(self, reserved: int, cost: dict[str, Any] | None) -> None:
         """After an attempt: release its reservation and count what it really cost."""
+        if not reserved and not cost:
+            return
         with self._lock:
             self.reserved_micros -= reserved
             if cost:

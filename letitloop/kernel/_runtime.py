@@ -361,7 +361,7 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     if key is not None and (hit := _cache_hit(ctx, key)) is not None:
         return _from_cache(ctx, tries, hit)  # type: ignore[no-any-return]
     while True:
-        CLOCK.sleep(tries.wait())
+        tries.sleep()
         held = ctx.reserve(opts.estimate, name, pos)  # or the run suspends here
         ident = tries.ident()
         ctx.journal.append([ctx.record("step", *ident)], sync=False)

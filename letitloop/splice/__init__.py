@@ -17,7 +17,7 @@ package, and importing the errors or ``SpliceResult`` from it does not load libc
 
 from __future__ import annotations
 
-from importlib import import_module
+from letitloop._lazy import lazy_exports
 
 TYPE_CHECKING = False
 
@@ -71,8 +71,6 @@ __all__ = [
 ]  # == sorted(_EXPORTS), spelled out for linters
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from letitloop.splice._errors import (
         AmbiguousTargetError,
         Candidate,
@@ -94,14 +92,4 @@ if TYPE_CHECKING:
     from letitloop.splice._transforms import add_durable, wrap_in_marker, wrap_in_step
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'letitloop.splice' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from letitloop.splice import (
     wrap_in_marker,
     wrap_in_step,
 )
+from tests.conftest import modules_after
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -345,20 +344,8 @@ def test_exports_resolve_and_are_documented() -> None:
         assert getattr(splice, name).__doc__, name
 
 
-def _modules_after(code: str) -> set[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )
-    return set(json.loads(out.stdout))
-
-
 def test_importing_letitloop_the_kernel_or_the_cli_does_not_load_libcst() -> None:
-    loaded = _modules_after(
+    loaded = modules_after(
         "import letitloop\n"
         "from letitloop import durable, step, atomic_marker\n"
         "import letitloop.kernel._runtime, letitloop.kernel._client, letitloop.kernel._memory\n"
@@ -373,7 +360,7 @@ def test_importing_letitloop_the_kernel_or_the_cli_does_not_load_libcst() -> Non
         and m
         not in {"letitloop.splice._errors", "letitloop.splice._result", "letitloop.splice._text"}
     ]
-    assert "libcst" in _modules_after("from letitloop.splice import replace")
+    assert "libcst" in modules_after("from letitloop.splice import replace")
 
 
 def test_the_kernel_never_imports_the_splicer() -> None:
