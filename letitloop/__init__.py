@@ -34,6 +34,12 @@ _EXPORTS = {
     "record_cost": "letitloop.kernel._cost",
     "Budget": "letitloop.kernel._policy",
     "BudgetExceeded": "letitloop.kernel._errors",
+    "Suspended": "letitloop.kernel._errors",
+    "ApprovalPending": "letitloop.kernel._errors",
+    "approval": "letitloop.kernel._human",
+    "suspend": "letitloop.kernel._human",
+    "Decision": "letitloop.kernel._human",
+    "supervise": "letitloop.kernel._supervise",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -42,18 +48,22 @@ if TYPE_CHECKING:
     from letitloop.kernel._context import current_step
     from letitloop.kernel._cost import record_cost
     from letitloop.kernel._errors import (
+        ApprovalPending,
         BudgetExceeded,
         DeadLetteredError,
         InDoubtError,
         LetItLoopError,
         NonDeterminismError,
         RunLockedError,
+        Suspended,
     )
+    from letitloop.kernel._human import Decision, approval, suspend
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._memory import MemoryJournal
     from letitloop.kernel._options import DurableOptions
     from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
     from letitloop.kernel._runtime import async_step, durable, durable_async, step
+    from letitloop.kernel._supervise import supervise
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -2,7 +2,8 @@
 
     lil runs list                     lil effects list             lil journal status
     lil runs show RUN                 lil effects resolve ...      lil journal doctor
-    lil runs reset RUN                                             lil journal sql "SELECT ..."
+    lil runs resume RUN               lil approvals list           lil journal sql "SELECT ..."
+    lil runs reset RUN                lil approvals approve ID     lil watch script.py
     lil runs gc --older-than 7d       lil demo
 
 Every command takes ``--journal PATH`` (default: $LIL_JOURNAL, else discovery as in
@@ -24,6 +25,11 @@ __all__ = ["COMMANDS", "lil", "main"]
 
 # name -> (module, attribute, short help shown by `lil --help` without importing the module)
 COMMANDS = {
+    "approvals": (
+        "letitloop.cli._approvals",
+        "approvals",
+        "See and decide the approvals runs are waiting for.",
+    ),
     "cache": ("letitloop.cli._cache", "cache", "List and clear cached step outputs."),
     "demo": (
         "letitloop.cli._demo",
@@ -35,9 +41,14 @@ COMMANDS = {
     "runs": (
         "letitloop.cli._runs",
         "runs",
-        "List, inspect, retry, budget, reset and gc runs.",
+        "List, inspect, resume, retry, budget, reset and gc runs.",
     ),
     "splice": ("letitloop.cli._splice", "splice", "Replace, insert or delete one def or class."),
+    "watch": (
+        "letitloop.cli._watch",
+        "watch_cmd",
+        "Run a script (or -m module) and restart it whenever it crashes.",
+    ),
 }
 
 

@@ -27,6 +27,12 @@ STATUS_STYLE = {
     "interrupted": "yellow",
     "reset": "magenta",
     "started": "yellow",
+    "suspended": "blue",
+    "pending": "yellow",
+    "expired": "red",
+    "approved": "green",
+    "rejected": "red",
+    "cancelled": "magenta",
 }
 
 

@@ -1,25 +1,35 @@
-"""``lil runs``: list, show, reset and garbage-collect runs."""
+"""``lil runs``: list, show, resume, retry, budget, reset and garbage-collect runs."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from letitloop.cli import _output as out
-from letitloop.cli._shared import HUGE, Duration, journal_option, json_option, open_cli_journal, who
+from letitloop.cli._shared import (
+    HUGE,
+    Duration,
+    journal_option,
+    journal_spec,
+    json_option,
+    open_cli_journal,
+    who,
+)
 
 if TYPE_CHECKING:
     from letitloop.kernel._contract import AttemptInfo, RunDetail, RunInfo
 
-STATUSES = ("running", "interrupted", "completed", "failed", "reset")
+STATUSES = ("running", "interrupted", "suspended", "completed", "failed", "reset")
 GC_STATUSES = ("completed", "failed", "reset", "interrupted")
 
 
 @click.group()
 def runs() -> None:
-    """List, inspect, retry, budget, reset and gc runs."""
+    """List, inspect, resume, retry, budget, reset and gc runs."""
 
 
 @runs.command("list")
@@ -251,6 +261,50 @@ def retry_cmd(run: str, step: str | None, by: str | None, as_json: bool) -> None
         out.text(f"re-armed {run_id}", "bold"),
         out.text("the dead-lettered step gets a fresh attempt budget when the run is called again"),
     )
+
+
+@runs.command("resume")
+@click.argument("run")
+@json_option
+@journal_option
+def resume_cmd(run: str, as_json: bool) -> None:
+    """Continue a suspended or interrupted run in this process, by importing its workflow.
+
+    Journaled steps replay; the run goes on from where it stopped. Works for workflows defined
+    in a module or a script file (run it from the same directory); other runs say why not.
+    Exit status 3 means the run suspended again (for example, an approval is still pending).
+
+    \b
+    Example:
+        lil runs resume pipeline.main:customer-42
+    """
+    from letitloop.kernel._config import find_journal
+    from letitloop.kernel._errors import Suspended
+    from letitloop.kernel._resume import resume_run
+
+    journal = open_cli_journal()
+    run_id = journal.find_run(run)
+    os.environ["LIL_JOURNAL"] = str(find_journal(journal_spec()))  # the workflow's default
+    try:
+        result = resume_run(journal, run_id)
+    except Suspended as exc:
+        if as_json:
+            out.emit_json({"run_id": run_id, "status": "suspended", "reason": exc.message})
+        else:
+            fix = [out.text(f"  fix: {exc.fix}")] if exc.fix else []
+            out.say(
+                out.text(f"{run_id} suspended again", "bold blue"),
+                out.text(exc.message),
+                *fix,
+                sep="\n",
+            )
+        raise SystemExit(3) from None
+    if as_json:
+        out.emit_json({"run_id": run_id, "status": "completed", "result": result})
+        return
+    text = json.dumps(result, default=repr, ensure_ascii=False)
+    short = text if len(text) <= 2000 else text[:2000] + f"… ({len(text)} characters)"
+    out.say(out.text(f"{run_id} completed", "bold green"), out.text(f"result: {short}"), sep="\n")
 
 
 @runs.command("budget")

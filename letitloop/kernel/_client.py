@@ -20,6 +20,7 @@ from typing import Any
 from letitloop.kernel import _errors, _wire
 from letitloop.kernel._config import JournalPaths, env_float, find_journal
 from letitloop.kernel._contract import (
+    ApprovalInfo,
     AttemptInfo,
     CacheEntry,
     Encoded,
@@ -429,10 +430,13 @@ class OwnerJournal:
     def get_run(self, run_id: str) -> RunDetail:
         msg = self._call({"op": "run", "run": run_id})
         result = msg.get("result")
+        args = msg.get("args")
         return RunDetail(
             _run_info(msg["run"]),
             [_attempt(a) for a in msg["attempts"]],
             (result[0], result[1]) if result else None,
+            msg.get("entry"),
+            (args[0], args[1]) if args else None,
         )
 
     def events(
@@ -484,6 +488,34 @@ class OwnerJournal:
     def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
         self.append([decide_record(proposal_id, state, by, note)])
 
+    def approvals(
+        self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+    ) -> list[ApprovalInfo]:
+        req = {"op": "approvals", "status": status, "run": run_id, "limit": limit}
+        return [approval_row(r) for r in self._call(req)["approvals"]]
+
+    def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        approved: bool,
+        by: str,
+        comment: str | None = None,
+        payload: Any = None,
+        timed_out_at: float | None = None,
+    ) -> ApprovalInfo:
+        from letitloop.kernel import _approvals
+
+        row = _approvals.match(approval_id, self.approvals(limit=1 << 30))
+        rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
+        self._call({"op": "append", "recs": [rec], "run": row.run_id})
+        return _approvals.match(row.id, self.approvals(run_id=row.run_id, limit=1 << 30))
+
+    def note_restart(self, run_id: str, by: str, reason: str) -> None:
+        epoch = self.get_run(run_id).run.epoch
+        rec = {"k": "restart", "run": run_id, "epoch": epoch, "by": by, "reason": reason}
+        self._call({"op": "append", "recs": [rec | {"ts": time.time()}], "run": run_id})
+
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})
 
@@ -514,6 +546,17 @@ class OwnerJournal:
                 link.close()
             self._pool.clear()
         self.closed = True
+
+
+def approval_row(row: list[Any]) -> ApprovalInfo:
+    """An ``ApprovalInfo`` from the store's row (JSON columns arrive as text)."""
+    import json
+
+    item = dict(zip(ApprovalInfo._fields, row, strict=True))
+    for name in ("payload", "schema", "edited"):
+        item[name] = json.loads(item[name]) if item[name] is not None else None
+    item["timed_out"] = bool(item["timed_out"])
+    return ApprovalInfo(**item)
 
 
 def _run_info(r: dict[str, Any]) -> RunInfo:

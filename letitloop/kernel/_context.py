@@ -90,17 +90,7 @@ class RunContext:
             f"step {name!r} (position {pos}) would pass the budget: {spent}, estimate "
             f"${estimate / 1e6:.6f}, budget {limit} ({self.spent_tokens} tokens used)"
         )
-        self.journal.append(
-            [
-                {
-                    "k": "suspend",
-                    "run": self.run_id,
-                    "epoch": self.epoch,
-                    "reason": reason,
-                    "ts": time.time(),
-                }
-            ]
-        )
+        self.suspend(reason)
         raise BudgetExceeded(
             f"run {self.run_id} suspended: {reason}",
             fix=f"raise it with `lil runs budget {self.run_id} --usd N`, then call the run again",
@@ -108,6 +98,11 @@ class RunContext:
             step=name,
             position=pos,
         )
+
+    def suspend(self, reason: str) -> None:
+        """Journal that the run stops to wait (budget, approval, ``suspend()``); caller raises."""
+        rec = {"k": "suspend", "run": self.run_id, "epoch": self.epoch, "reason": reason}
+        self.journal.append([rec | {"ts": time.time()}])
 
     def settle(self, reserved: int, cost: dict[str, Any] | None) -> None:
         """After an attempt: release its reservation and count what it really cost."""

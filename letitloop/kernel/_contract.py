@@ -110,6 +110,8 @@ class RunDetail(NamedTuple):
     run: RunInfo
     attempts: list[AttemptInfo]
     result: Encoded | None
+    entry: str | None = None  # "module:qualname" (or "/path/script.py:qualname") to resume by
+    args: Encoded | None = None  # the call's encoded [args, kwargs]
 
 
 class EventInfo(NamedTuple):
@@ -155,6 +157,28 @@ class Proposal(NamedTuple):
     decided_by: str | None = None
     decided_at: float | None = None
     note: str | None = None  # a comment, or for a conflict the target's current source
+
+
+class ApprovalInfo(NamedTuple):
+    """A request for a person's decision, made by ``approval()`` at one position of a run."""
+
+    id: str
+    run_id: str
+    epoch: int
+    position: int
+    name: str
+    payload: Any  # what the workflow asked about (JSON data)
+    schema: dict[str, Any] | None  # a JSON schema an edited payload must satisfy
+    created: float
+    deadline: float | None
+    on_timeout: str  # approve | reject | suspend
+    status: str  # pending | approved | rejected | cancelled (the run was reset)
+    decided_by: str | None = None
+    decided_at: float | None = None
+    comment: str | None = None
+    edited: Any = None  # the payload as the approver changed it, or None
+    timed_out: bool = False
+    attempt: int = 1
 
 
 class Subscription(Protocol):
@@ -236,6 +260,31 @@ class Journal(Protocol):
 
     def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
         """Record that a proposal was applied, rejected or found in conflict."""
+        ...
+
+    def approvals(
+        self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+    ) -> list[ApprovalInfo]:
+        """Approval requests, newest first (``status="pending"`` for an inbox)."""
+        ...
+
+    def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        approved: bool,
+        by: str,
+        comment: str | None = None,
+        payload: Any = None,
+        timed_out_at: float | None = None,
+    ) -> ApprovalInfo:
+        """Approve or reject (``approval_id`` may be a unique prefix); the first decision wins and a
+        later one raises ``ApprovalDecidedError``. ``payload`` replaces the request's payload
+        (checked against its schema); ``timed_out_at`` marks the decision of ``on_timeout``."""
+        ...
+
+    def note_restart(self, run_id: str, by: str, reason: str) -> None:
+        """Journal that a supervisor restarted the process that was executing this run."""
         ...
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:

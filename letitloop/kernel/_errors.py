@@ -5,13 +5,16 @@
     ├── JournalError                the journal cannot serve the request
     │   ├── JournalUnavailableError     the owner process could not be started or reached
     │   └── JournalVersionError         client and owner speak different protocol or schema versions
+    │   └── ApprovalDecidedError        an approval was already decided (first decision wins)
     ├── RunLockedError              another process is executing this run right now
     ├── NonDeterminismError         replay met a different step than the journal recorded
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
     ├── DeadLetteredError           a step used up its retry or validation attempts
     ├── Suspended                   the run stopped on purpose and waits (not a failure)
-    │   └── BudgetExceeded              the next step would take the run past its budget
+    │   ├── BudgetExceeded              the next step would take the run past its budget
+    │   └── ApprovalPending             the run waits for a person to approve or reject
+    ├── SupervisorError             a supervised process kept crashing, or cannot be supervised
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
@@ -82,6 +85,12 @@ class JournalVersionError(JournalError):
     title = "journal version mismatch"
 
 
+class ApprovalDecidedError(JournalError):
+    """Someone else decided this approval first; the first decision stands."""
+
+    title = "approval already decided"
+
+
 class RunLockedError(LetItLoopError):
     """Another process is executing this run; only one may at a time."""
 
@@ -146,3 +155,19 @@ class BudgetExceeded(Suspended):
     """The next step would take the run past its budget; raise the budget to continue."""
 
     title = "budget exceeded"
+
+
+class ApprovalPending(Suspended):
+    """The run journaled an approval request and stopped; decide it, then call the run again."""
+
+    title = "waiting for approval"
+
+    def __init__(self, message: str, *, approval_id: str = "", **fields: object) -> None:
+        super().__init__(message, **fields)  # type: ignore[arg-type]
+        self.approval_id = approval_id
+
+
+class SupervisorError(LetItLoopError):
+    """A supervised function or script kept crashing (the breaker tripped), or cannot be run."""
+
+    title = "supervision stopped"

@@ -16,8 +16,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from letitloop.kernel import _approvals
 from letitloop.kernel._codec import preview
 from letitloop.kernel._contract import (
+    ApprovalInfo,
     AttemptInfo,
     CacheEntry,
     Encoded,
@@ -59,6 +61,7 @@ class MemoryStore:
         self.journal_id = "mem-" + uuid.uuid4().hex[:12]
         self.cache: dict[str, CacheEntry] = {}
         self.proposals: dict[str, Proposal] = {}
+        self.approvals: dict[str, ApprovalInfo] = {}
 
 
 class _Sub:
@@ -149,6 +152,14 @@ class MemoryJournal:
                 st.proposals[rec["id"]] = st.proposals[rec["id"]]._replace(
                     state=rec["state"], decided_by=rec["by"], decided_at=rec["ts"], note=rec["note"]
                 )
+            elif rec.get("ask"):
+                st.approvals.setdefault(rec["ask"]["id"], _approvals.info(rec))
+            elif rec["k"] == "answer":
+                st.approvals[rec["id"]] = _approvals.decided(st.approvals[rec["id"]], rec)
+            elif rec["k"] == "reset":
+                for aid, row in list(st.approvals.items()):
+                    if row.run_id == rec["run"] and row.status == "pending":
+                        st.approvals[aid] = row._replace(status="cancelled")
             elif rec["k"] == "uncache":
                 st.cache = {k: e for k, e in st.cache.items() if rec["fn"] not in (None, e.fn)}
             st.records.append(rec)
@@ -233,6 +244,8 @@ class MemoryJournal:
                 entry_info(entry),
                 [attempt_info(a) for _, a in sorted(attempts.items())],
                 entry.result,
+                entry.entry,
+                (entry.args[0], entry.args[1]) if entry.args else None,
             )
 
     def events(
@@ -298,6 +311,38 @@ class MemoryJournal:
     def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
         self.append([decide_record(proposal_id, state, by, note)])
 
+    def approvals(
+        self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+    ) -> list[ApprovalInfo]:
+        with self.store.cond:
+            rows = list(self.store.approvals.values())
+        rows = [r for r in rows if status in (None, r.status) and run_id in (None, r.run_id)]
+        return sorted(rows, key=lambda r: r.created, reverse=True)[:limit]
+
+    def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        approved: bool,
+        by: str,
+        comment: str | None = None,
+        payload: Any = None,
+        timed_out_at: float | None = None,
+    ) -> ApprovalInfo:
+        row = _approvals.match(approval_id, self.approvals(limit=1 << 30))
+        rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
+        self.append([rec])
+        with self.store.cond:
+            return self.store.approvals[row.id]
+
+    def note_restart(self, run_id: str, by: str, reason: str) -> None:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            rec = {"k": "restart", "run": run_id, "epoch": entry.epoch, "by": by}
+            self._write([rec | {"reason": reason, "ts": time.time()}])
+
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)
@@ -347,6 +392,8 @@ def match_run(text: str, run_ids: Sequence[str]) -> str:
 
 def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) -> None:
     """Fold one step record into the attempt it belongs to (for run detail views)."""
+    if rec["k"] == "answer":  # shown by the approvals listing, not as an attempt
+        return
     a = attempts.setdefault(
         (rec["pos"], rec["att"]),
         {"pos": rec["pos"], "att": rec["att"], "status": "started", "started": None, "ended": None},

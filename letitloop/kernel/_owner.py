@@ -265,9 +265,9 @@ class Owner:
         run_id: str = req.get("run") or ""
         unloaded = run_id and run_id not in self.state.runs and run_id in self.known
         if (
-            op in ("open_run", "resolve", "rearm", "budget", "reset", "relock", "release")
+            op in ("open_run", "resolve", "rearm", "budget", "reset", "relock", "release", "append")
             and unloaded
-        ):
+        ):  # an append names its run only when it comes from outside the run (an answer)
             self._park_load(run_id, conn, req)
             return
         if op == "open_run":

@@ -40,7 +40,14 @@ def _read_run(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, A
     entry = owner.state.runs.get(req["run"])
     run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
     attempts = owner.store.attempts(req["run"], run["epoch"])
-    return {"run": run, "attempts": attempts, "result": owner.store.result(req["run"])}
+    entry_point, args = owner.store.entry(req["run"])
+    return {
+        "run": run,
+        "attempts": attempts,
+        "result": owner.store.result(req["run"]),
+        "entry": entry_point,
+        "args": args,
+    }
 
 
 def _read_stats(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
@@ -80,6 +87,11 @@ def _read_proposals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[
     return {"proposals": owner.store.proposals(req.get("state"))}
 
 
+def _read_approvals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    rows = owner.store.approvals(req.get("status"), req.get("run"), req.get("limit", 100))
+    return {"approvals": rows}
+
+
 READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
     "output": _read_output,
     "runs": _read_runs,
@@ -92,4 +104,5 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "cache_get": _read_cache_get,
     "cache_list": _read_cache_list,
     "proposals": _read_proposals,
+    "approvals": _read_approvals,
 }

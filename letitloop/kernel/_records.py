@@ -8,7 +8,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     run      a run starts or resumes        run wf key epoch try args entry parent by ts
     done     the run returned               run epoch codec out ts
     fail     the run raised                 run epoch try err ts
-    step     an attempt started             run epoch pos att kind name fp ts
+    step     an attempt started             run epoch pos att kind name fp ts [ask]
     ok       an attempt completed           run epoch pos att kind name fp codec out next ts
     err      an attempt raised              run epoch pos att kind name fp err codec out ts
     resolve  an in-doubt marker resolved    run epoch pos att res by ts
@@ -17,6 +17,8 @@ they reach the owner's log, so a malformed record can never poison recovery.
     uncache  cached outputs dropped         fn ts   (fn None: all; run is "")
     budget   the run's budget set or raised run epoch usd_micros tokens by ts
     suspend  the run stopped to wait        run epoch reason ts
+    answer   an approval decided            run epoch pos att id ok by comment payload timeout ts
+    restart  a supervisor restarted the run's process   run epoch by reason ts
     propose  a splice proposal              id path target code reason by base old origin ts
     decide   a proposal applied, rejected or in conflict   id state by note ts
 """
@@ -81,6 +83,16 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "ts": _NUM,
     },
     "suspend": {"run": _STR, "epoch": _INT, "reason": _STR, "ts": _NUM},
+    "answer": {
+        **_STEP_ID,
+        "id": _STR,
+        "ok": (bool,),
+        "by": _STR,
+        "comment": _OPT_STR,
+        "payload": _OPT_STR,  # the approver's edited payload, as JSON text
+        "timeout": (bool,),
+    },
+    "restart": {"run": _STR, "epoch": _INT, "by": _STR, "reason": _STR, "ts": _NUM},
     "propose": {
         "run": _STR,
         "id": _STR,
@@ -99,7 +111,10 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
 # records of the journal, not of one run
 JOURNAL_KINDS = frozenset({"cache", "uncache", "propose", "decide"})
 PROPOSAL_STATES = frozenset({"applied", "rejected", "conflict"})
-STEP_KINDS = frozenset({"step", "marker", "child"})
+STEP_KINDS = frozenset({"step", "marker", "child", "approval", "suspend"})
+ON_TIMEOUT = frozenset({"approve", "reject", "suspend"})
+# an approval's request, carried by its step record: payload and schema as JSON text
+_ASK = {"id": _STR, "payload": _STR, "schema": _OPT_STR, "deadline": (int, float, type(None))}
 RESOLUTIONS = frozenset({"done", "redo", "rearm"})  # rearm: a dead-lettered step
 _INT_LIMIT = 2**31
 
@@ -134,11 +149,21 @@ def validate(rec: object) -> Record:
         and type(cache.get("saved")) is int
     ):
         raise JournalError(f"journal record {rec['k']!r}: malformed cache note {cache!r}")
+    if rec["k"] == "step" and rec["kind"] == "approval":
+        _validate_ask(rec.get("ask"))
     if rec["k"] == "decide" and rec["state"] not in PROPOSAL_STATES:
         raise JournalError(f"a splice decision must be one of {sorted(PROPOSAL_STATES)}")
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
+
+
+def _validate_ask(ask: object) -> None:
+    ok = isinstance(ask, dict) and ask.get("on_timeout") in ON_TIMEOUT
+    if isinstance(ask, dict):
+        ok = ok and all(isinstance(ask.get(name), types) for name, types in _ASK.items())
+    if not ok:
+        raise JournalError(f"journal record 'step': malformed approval request {ask!r}")
 
 
 def _valid_cost(cost: object) -> bool:
@@ -153,13 +178,13 @@ def _valid_cost(cost: object) -> bool:
 def natural_key(rec: Record) -> str:
     """The record's idempotency key: two records with the same key are the same write."""
     k = rec["k"]
-    if k in ("step", "ok", "err", "resolve"):
+    if k in ("step", "ok", "err", "resolve", "answer"):
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['pos']}/{rec['att']}"
     if k in ("run", "fail"):
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
     if k == "propose":
         return f"propose/{rec['id']}"
-    if k in ("cache", "budget", "suspend", "decide"):
+    if k in ("cache", "budget", "suspend", "decide", "restart"):
         return f"{k}/{rec.get('key') or rec.get('id') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"

@@ -10,6 +10,7 @@ journaled as one step of its parent.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -79,10 +80,22 @@ def workflow_name(fn: Callable[..., Any]) -> str:
 
 
 def _entry_point(fn: Callable[..., Any]) -> str | None:
-    """``module:qualname`` if the function can be imported again later (to resume by name)."""
-    if fn.__module__ == "__main__" or "<locals>" in fn.__qualname__:
+    """``module:qualname`` (or ``/path/script.py:qualname`` for a script run as ``__main__``) if
+    the function can be imported again later, to resume the run by name."""
+    if "<locals>" in fn.__qualname__:
         return None
-    return f"{fn.__module__}:{fn.__qualname__}"
+    module = fn.__module__
+    if module == "__main__":
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        if spec is not None and spec.name and spec.name != "__main__":
+            module = spec.name  # python -m package.module
+        else:
+            path = getattr(main, "__file__", None)
+            if not path or not path.endswith(".py"):
+                return None  # python -c, a notebook or the REPL: nothing to import again
+            module = os.path.abspath(path)
+    return f"{module}:{fn.__qualname__}"
 
 
 @functools.cache
@@ -94,12 +107,17 @@ class _Invocation:
     """One call of a durable function: resolved options, run identity and encoded arguments."""
 
     def __init__(
-        self, opts: DurableOptions, fn: Callable[..., Any], args: Any, kwargs: Any
+        self,
+        opts: DurableOptions,
+        fn: Callable[..., Any],
+        args: Any,
+        kwargs: Any,
+        workflow: str | None = None,
     ) -> None:
         self.opts = opts
         self.fn = fn
         self.call_args, self.call_kwargs = args, kwargs
-        self.workflow = opts.name or workflow_name(fn)
+        self.workflow = workflow or opts.name or workflow_name(fn)
         self.journal = resolve_journal(opts.journal)
         self.codec = codec_for(self.journal, opts.allow_pickle)
         bound = _signature(fn).bind(*args, **kwargs)  # a bad call fails before journaling
@@ -261,6 +279,31 @@ def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         return wrapper
 
     return wrap(fn) if fn is not None else wrap
+
+
+def run_again(
+    fn: Callable[..., Any], workflow: str, args: Any, kwargs: Any, journal: Journal
+) -> tuple[str, Callable[[], Any]]:
+    """The run id a durable function computes for these arguments under ``workflow``, and a
+    call that runs it on ``journal`` (for ``lil runs resume``)."""
+    import asyncio
+
+    opts = getattr(fn, "__letitloop_options__", None)
+    inner = getattr(fn, "__wrapped__", None)
+    if opts is None or inner is None:
+        raise ConfigError(f"{getattr(fn, '__qualname__', fn)!r} is not a @durable function")
+    if opts.journal is None:
+        opts = dataclasses.replace(opts, journal=journal)
+    inv = _Invocation(opts, inner, args, kwargs, workflow)
+    if inv.journal.journal_id != journal.journal_id:
+        raise ConfigError(
+            f"workflow {workflow} writes to the journal {inv.journal.location}, not "
+            f"{journal.location}",
+            fix="resume it with --journal pointing at the journal its decorator names",
+        )
+    if inspect.iscoroutinefunction(inner):
+        return inv.run_id, lambda: asyncio.run(_run_async(inv, None))
+    return inv.run_id, lambda: _run_sync(inv, None)
 
 
 def durable_async(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:

@@ -213,9 +213,9 @@ class JournalState:
             if k == "run":
                 return True
             raise JournalError(f"unknown run {run_id!r}", run_id=run_id)
-        if natural_key(rec) in entry.keys and k != "resolve":
+        if natural_key(rec) in entry.keys and k not in ("resolve", "answer"):
             return False  # a resend of a record already applied
-        # a resolution is a person's decision: a second one, even the same, says who decided first
+        # a resolution or an answer is a person's decision: a second one says who decided first
         expected = entry.epoch + 1 if k == "reset" else entry.epoch
         if rec["epoch"] != expected:
             raise JournalError(
@@ -224,8 +224,12 @@ class JournalState:
                 fix="call the workflow again to start the reset run",
                 run_id=run_id,
             )
-        if k == "budget":
+        if k in ("budget", "restart"):
             return True  # anyone may raise a budget, even while the run executes
+        if k == "answer":
+            from letitloop.kernel._approvals import check_answer
+
+            return check_answer(entry, rec)  # a person decides while the run waits holding it
         if k in ("resolve", "reset"):
             if entry.holder is not None and entry.holder != session:
                 raise RunLockedError(
@@ -317,6 +321,10 @@ class JournalState:
             entry.status, entry.error = "failed", rec["err"]
         elif k == "budget":
             entry.budget = (rec["usd_micros"], rec["tokens"])
+        elif k == "answer":
+            entry.steps[rec["pos"]]["ans"] = rec
+        elif k == "restart":
+            pass  # kept as an event for the dashboards
         elif k == "suspend":
             entry.status = "suspended"
             entry.error = {"type": "letitloop.Suspended", "message": rec["reason"]}
@@ -350,6 +358,10 @@ class JournalState:
         }
         if rec["k"] == "step" and old is not None and rec["kind"] == "step":
             step["err"] = old.get("err")  # the policy's counts, wait and critique carry forward
+        if rec["kind"] == "approval":  # the request and its decision stay with the position
+            step["ask"] = rec.get("ask") or (old or {}).get("ask")
+            if old is not None and old.get("ans") is not None:
+                step["ans"] = old["ans"]
         if rec["k"] != "step":
             out = rec.get("out")
             big = out is not None and len(out) > self.inline_limit

@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from letitloop.kernel._approvals import COLUMNS as APPROVAL_COLS
 from letitloop.kernel._codec import preview
 from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
 from letitloop.kernel._records import Record, natural_key, without_payload
@@ -55,6 +56,16 @@ CREATE TABLE IF NOT EXISTS events(
   epoch INTEGER, position INTEGER, attempt INTEGER, name VARCHAR, ts DOUBLE NOT NULL, data JSON);
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id);
 """
+# added after schema 1 shipped to developers: created on open when missing
+ADDITIONS = """
+CREATE TABLE IF NOT EXISTS approvals(
+  id VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, epoch INTEGER NOT NULL,
+  position INTEGER NOT NULL, attempt INTEGER NOT NULL, name VARCHAR NOT NULL, payload JSON,
+  schema JSON, created DOUBLE NOT NULL, deadline DOUBLE, on_timeout VARCHAR NOT NULL,
+  status VARCHAR NOT NULL, decided_by VARCHAR, decided_at DOUBLE, comment VARCHAR, edited JSON,
+  timed_out BOOLEAN NOT NULL DEFAULT false);
+"""
+
 _STEP_COLS = (
     "run_id epoch position attempt kind name fingerprint status started ended codec output size "
     "error next_position resolution resolved_by cost_micros tokens_in tokens_out model cache "
@@ -114,6 +125,7 @@ class Store:
                 f"{SCHEMA_VERSION}",
                 fix="upgrade letitloop to the version that wrote this journal",
             )
+        self.db.execute(ADDITIONS)
         self.journal_id: str = self.meta("journal_id") or ""
         self.schema_version = SCHEMA_VERSION
         row = self.db.execute("SELECT folded_lsn FROM fold_state").fetchone()
@@ -135,7 +147,8 @@ class Store:
             self.db.execute("BEGIN")
             try:
                 self._fold_events(part)
-                self._fold_steps([rec for _, rec in part if "pos" in rec])
+                self._fold_approvals([r for _, r in part if r.get("ask") or r["k"] == "answer"])
+                self._fold_steps([rec for _, rec in part if "pos" in rec and rec["k"] != "answer"])
                 for _, rec in part:
                     if "pos" not in rec:
                         self._fold_run(rec)
@@ -164,6 +177,24 @@ class Store:
             for col, value in zip(cols, row, strict=True):
                 col.append(value)
         self.db.execute(_INSERT_EVENTS, cols)
+
+    def _fold_approvals(self, recs: Sequence[Record]) -> None:
+        for rec in recs:
+            if rec["k"] == "step":
+                a = rec["ask"]
+                self.db.execute(
+                    "INSERT INTO approvals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', "
+                    "NULL, NULL, NULL, NULL, false) ON CONFLICT DO NOTHING",
+                    [a["id"], rec["run"], rec["epoch"], rec["pos"], rec["att"], rec["name"]]
+                    + [a["payload"], a["schema"], rec["ts"], a["deadline"], a["on_timeout"]],
+                )
+            else:
+                self.db.execute(
+                    "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?,"
+                    " edited = ?, timed_out = ? WHERE id = ?",
+                    ["approved" if rec["ok"] else "rejected", rec["by"], rec["ts"]]
+                    + [rec["comment"], rec["payload"], rec["timeout"], rec["id"]],
+                )
 
     def _fold_steps(self, recs: Sequence[Record]) -> None:
         merged: dict[tuple[str, int, int, int], dict[str, Any]] = {}
@@ -268,6 +299,10 @@ class Store:
                 "result_codec = NULL, error = NULL, updated = ? WHERE run_id = ?",
                 [rec["epoch"], ts, run_id],
             )
+            self.db.execute(
+                "UPDATE approvals SET status = 'cancelled' WHERE run_id = ? AND status = 'pending'",
+                [run_id],
+            )
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -298,6 +333,15 @@ class Store:
         keys = self.db.execute(
             "SELECT key FROM events WHERE run_id = ? AND epoch = ?", [run_id, epoch]
         ).fetchall()
+        asks = {
+            r[0]: r[1:]
+            for r in self.db.execute(
+                "SELECT position, id, payload, schema, deadline, on_timeout, status, decided_by, "
+                "decided_at, comment, edited, timed_out, attempt FROM approvals WHERE run_id = ? "
+                "AND epoch = ?",
+                [run_id, epoch],
+            ).fetchall()
+        }
         return {
             "run": run_id,
             "wf": wf,
@@ -335,9 +379,18 @@ class Store:
                     "res": s[11],
                     "res_by": s[12],
                 }
+                | _approval_fields(run_id, epoch, s[0], asks.get(s[0]))
                 for s in steps
             ],
         }
+
+    def approvals(self, status: str | None, run_id: str | None, limit: int) -> list[list[Any]]:
+        rows = self.db.execute(
+            f"SELECT {', '.join(APPROVAL_COLS)} FROM approvals WHERE (? IS NULL OR status = ?) "
+            "AND (? IS NULL OR run_id = ?) ORDER BY created DESC LIMIT ?",
+            [status, status, run_id, run_id, limit],
+        ).fetchall()
+        return [list(r) for r in rows]
 
     def output(self, run_id: str, epoch: int, position: int, attempt: int) -> list[Any]:
         row = self.db.execute(
@@ -438,6 +491,15 @@ class Store:
         ).fetchone()
         return [row[0], row[1]] if row and row[0] else None
 
+    def entry(self, run_id: str) -> tuple[str | None, list[Any] | None]:
+        """How to call the run's workflow again: its entry point and encoded arguments."""
+        row = self.db.execute(
+            "SELECT entry, args_codec, args FROM runs WHERE run_id = ?", [run_id]
+        ).fetchone()
+        if row is None:
+            return None, None
+        return row[0], ([row[1], row[2]] if row[1] else None)
+
     def events(self, after: int, run_id: str | None, limit: int) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT seq, run_id, kind, position, attempt, name, ts, data FROM events "
@@ -476,7 +538,7 @@ class Store:
         ]
         if doomed:
             self.db.execute("BEGIN")
-            for table in ("steps", "events", "runs"):
+            for table in ("steps", "events", "approvals", "runs"):
                 self.db.execute(f"DELETE FROM {table} WHERE list_contains(?, run_id)", [doomed])
             self.db.execute("COMMIT")
         return doomed
@@ -492,6 +554,42 @@ class Store:
     def close(self) -> None:
         self.db.execute("CHECKPOINT")
         self.db.close()
+
+
+def _approval_fields(
+    run_id: str, epoch: int, pos: int, row: tuple[Any, ...] | None
+) -> dict[str, Any]:
+    """An approval step's request and decision, as the live state keeps them (see _approvals)."""
+    if row is None:
+        return {}
+    aid, payload, schema, deadline, on_timeout, status, by, at, comment, edited, timed_out, att = (
+        row
+    )
+    out: dict[str, Any] = {
+        "ask": {
+            "id": aid,
+            "payload": payload,
+            "schema": schema,
+            "deadline": deadline,
+            "on_timeout": on_timeout,
+        }
+    }
+    if status in ("approved", "rejected"):
+        out["ans"] = {
+            "k": "answer",
+            "run": run_id,
+            "epoch": epoch,
+            "pos": pos,
+            "att": att,
+            "id": aid,
+            "ok": status == "approved",
+            "by": by,
+            "comment": comment,
+            "payload": edited,
+            "timeout": bool(timed_out),
+            "ts": at,
+        }
+    return out
 
 
 def _plain(value: Any) -> Any:

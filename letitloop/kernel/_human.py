@@ -1,0 +1,164 @@
+"""A person in the loop: ``approval()`` asks and waits for a decision, ``suspend()`` pauses a run.
+
+Both are positions of the run, like steps. ``approval`` journals its request durably, then waits
+for the decision the journal pushes when someone approves or rejects (``lil approvals``, the TUI,
+the notebook widget or the editor, all through ``Journal.decide_approval``), with no polling.
+Without a decision by the deadline it applies ``on_timeout``, as of the deadline, even when no
+process was running then. With ``wait=False`` or ``on_timeout="suspend"`` the run is suspended
+and the process may exit; calling the workflow again (or ``lil runs resume``) picks up the
+decision and goes on. ``suspend(reason)`` stops the run once at that point; the next call
+continues past it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, NamedTuple
+
+from letitloop.kernel import _approvals
+from letitloop.kernel._codec import fingerprint
+from letitloop.kernel._context import RunContext, require_run
+from letitloop.kernel._contract import ApprovalInfo, EventInfo
+from letitloop.kernel._errors import ApprovalDecidedError, ApprovalPending, ConfigError, Suspended
+
+_NULL = ("json", b"null")
+
+
+class Decision(NamedTuple):
+    """What ``approval()`` returns: the decision, and the payload as approved (maybe edited)."""
+
+    approved: bool
+    payload: Any
+    comment: str | None
+    by: str
+    at: float
+    timed_out: bool = False
+    approval_id: str = ""
+
+    @property
+    def rejected(self) -> bool:
+        return not self.approved
+
+
+def approval(
+    name: str,
+    payload: Any = None,
+    *,
+    schema: dict[str, Any] | None = None,
+    timeout: float | str | None = None,
+    on_timeout: str = "reject",
+    wait: bool = True,
+) -> Decision:
+    """Ask a person to approve ``payload``; return their ``Decision`` (see the module docstring).
+
+    ``schema`` (a JSON schema) lets the approver edit the payload; ``timeout`` is seconds or a
+    duration (``"2h"``); ``on_timeout`` is ``"reject"``, ``"approve"`` or ``"suspend"``.
+    """
+    ctx = require_run("approval()")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            f"approval name must be a non-empty string, got {name!r}",
+            fix='give it a literal name: approval("publish", payload)',
+        )
+    seconds = _approvals.parse_timeout(timeout)
+    _approvals.check_on_timeout(on_timeout)
+    pos = ctx.take_position()
+    fp = fingerprint((_approvals.to_json(payload, "an approval's payload"),), {})
+    rec = ctx.replayed(pos, "approval", name, fp)
+    if rec is not None and rec.status == "completed":
+        return Decision(**ctx.output(rec))
+    aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos)
+    att = rec.attempt if rec is not None else 1
+    if rec is None:
+        deadline = time.time() + seconds if seconds is not None else None
+        ask = _approvals.ask(aid, payload, schema, deadline, on_timeout)
+        ctx.journal.append([ctx.record("step", pos, att, "approval", name, fp, ask=ask)])
+    row = _await_decision(ctx, aid, pos, name, wait)
+    decision = Decision(
+        approved=row.status == "approved",
+        payload=row.edited if row.edited is not None else row.payload,
+        comment=row.comment,
+        by=row.decided_by or "",
+        at=row.decided_at or 0.0,
+        timed_out=row.timed_out,
+        approval_id=aid,
+    )
+    codec, data = ctx.codec.encode(decision._asdict(), what=f"decision of approval {name!r}")
+    ident = (pos, att, "approval", name, fp)
+    ctx.journal.append([ctx.record("ok", *ident, codec=codec, out=data, next=None)])
+    return decision
+
+
+def _await_decision(ctx: RunContext, aid: str, pos: int, name: str, wait: bool) -> ApprovalInfo:
+    """Wait for the answer (woken by the journal's push), applying the timeout at the deadline."""
+    woken = threading.Event()
+
+    def on_events(events: list[EventInfo]) -> None:
+        if any(e.kind == "answer" and e.position == pos for e in events):
+            woken.set()
+
+    sub = ctx.journal.subscribe(on_events, run_id=ctx.run_id) if wait else None
+    try:
+        while True:
+            woken.clear()  # cleared before reading: an answer landing after the read wakes us
+            row = _approvals.match(aid, ctx.journal.approvals(run_id=ctx.run_id, limit=1 << 30))
+            if row.status in ("approved", "rejected"):
+                return row
+            expired = row.deadline is not None and time.time() >= row.deadline
+            if expired and row.on_timeout != "suspend":
+                try:
+                    ctx.journal.decide_approval(
+                        aid,
+                        approved=row.on_timeout == "approve",
+                        by="timeout",
+                        comment=f"no decision by the deadline; on_timeout={row.on_timeout!r}",
+                        timed_out_at=row.deadline,
+                    )
+                except ApprovalDecidedError:
+                    pass  # a person decided in the meantime: their decision stands
+                continue
+            if expired or not wait:
+                _pending(ctx, row, "timed out without a decision" if expired else "is pending")
+            left = None if row.deadline is None else max(0.0, row.deadline - time.time())
+            woken.wait(left)
+    finally:
+        if sub is not None:
+            sub.close()
+
+
+def _pending(ctx: RunContext, row: ApprovalInfo, why: str) -> None:
+    reason = f"approval {row.name!r} ({row.id}) {why}"
+    ctx.suspend(reason)
+    raise ApprovalPending(
+        f"run {ctx.run_id} suspended: {reason}",
+        fix=f"decide it with `lil approvals approve {row.id}` (or reject), then call the workflow "
+        f"again or run `lil runs resume {ctx.run_id}`",
+        run_id=ctx.run_id,
+        step=row.name,
+        position=row.position,
+        approval_id=row.id,
+    )
+
+
+def suspend(reason: str) -> None:
+    """Stop the run here (it becomes ``suspended`` with ``reason``); the next call continues."""
+    ctx = require_run("suspend()")
+    if not isinstance(reason, str) or not reason:
+        raise ConfigError("suspend() needs a reason: a non-empty string saying what it waits for")
+    pos = ctx.take_position()
+    rec = ctx.replayed(pos, "suspend", "suspend", "")
+    if rec is not None and rec.status == "completed":
+        return
+    if rec is not None:  # this call is the resume: the run goes on from here
+        ident = (pos, rec.attempt, "suspend", "suspend", "")
+        ctx.journal.append([ctx.record("ok", *ident, codec=_NULL[0], out=_NULL[1], next=None)])
+        return
+    ctx.journal.append([ctx.record("step", pos, 1, "suspend", "suspend", "")])
+    ctx.suspend(reason)
+    raise Suspended(
+        f"run {ctx.run_id} suspended: {reason}",
+        fix=f"call the workflow again, or run `lil runs resume {ctx.run_id}`, to continue",
+        run_id=ctx.run_id,
+        position=pos,
+    )

@@ -1,0 +1,104 @@
+"""Resume a run by name, in this process: import its workflow and call it with its arguments.
+
+A run records its entry point (``module:qualname``, or the script's path for a workflow defined in
+a script run as ``__main__``) and its encoded arguments when it starts. ``resume_run`` imports
+the entry point again, decodes the arguments and calls the durable function, which replays the
+journaled steps and continues. A run that cannot be resumed this way says exactly why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+from letitloop.kernel._contract import Journal
+from letitloop.kernel._errors import ConfigError
+from letitloop.kernel._runtime import codec_for, run_again
+
+
+def resume_run(journal: Journal, run: str) -> Any:
+    """Continue run ``run`` (an id, or a unique prefix or suffix) and return its result."""
+    run_id = journal.find_run(run)
+    detail = journal.get_run(run_id)
+    info = detail.run
+    if info.status == "completed" and detail.result is not None:
+        return codec_for(journal).decode(*detail.result, what=f"result of run {run_id}")
+    if info.parent is not None:
+        raise ConfigError(
+            f"run {run_id} is a child run of {info.parent}; it continues when its parent does",
+            fix=f"resume the parent: `lil runs resume {info.parent}`",
+            run_id=run_id,
+        )
+    if detail.entry is None:
+        raise ConfigError(
+            f"run {run_id} cannot be resumed by name: its workflow {info.workflow} was defined "
+            "where it cannot be imported again (inside a function, in `python -c`, a notebook "
+            "or the REPL)",
+            fix="call the workflow again from where it was defined, or move it to a module",
+            run_id=run_id,
+        )
+    if detail.args is None:
+        raise ConfigError(
+            f"run {run_id} cannot be resumed by name: its arguments could not be journaled",
+            fix="call the workflow again from your code with the same arguments",
+            run_id=run_id,
+        )
+    fn = load_entry(detail.entry, run_id)
+    decoded: Any = codec_for(journal).decode(*detail.args, what=f"arguments of run {run_id}")
+    args, kwargs = decoded
+    computed, call = run_again(fn, info.workflow, args, kwargs, journal)
+    if computed != run_id:
+        raise ConfigError(
+            f"run {run_id} cannot be resumed by name: calling {detail.entry} with its arguments "
+            f"now gives run {computed} (the workflow's name or run_id option changed)",
+            fix="call the workflow again from your code",
+            run_id=run_id,
+        )
+    return call()
+
+
+def load_entry(entry: str, run_id: str) -> Any:
+    """The object named by ``module:qualname`` or ``/path/script.py:qualname``."""
+    module_name, _, qualname = entry.rpartition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller
+    try:
+        if module_name.endswith(".py"):
+            module = _load_script(module_name)
+        else:
+            module = importlib.import_module(module_name)
+        obj: Any = module
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, OSError) as exc:
+        raise ConfigError(
+            f"run {run_id} cannot be resumed: importing its workflow {entry} failed: {exc}",
+            fix="run from the directory the workflow was started in, or put its module on "
+            "PYTHONPATH",
+            run_id=run_id,
+        ) from None
+    return obj
+
+
+def _load_script(path: str) -> Any:
+    """Import a script as a module named after its file (its ``__main__`` block does not run)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+        return sys.modules[name]
+    if not os.path.exists(path):
+        raise ImportError(f"the script {path} no longer exists")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

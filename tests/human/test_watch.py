@@ -1,0 +1,96 @@
+"""``lil watch`` supervising real scripts: crashes by SIGKILL, a breaker, and Ctrl+C."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from letitloop import open_journal
+
+from .conftest import HERE, Lab, wait_for
+
+TEN = "human_workflows.ten_steps:ten-steps"
+
+
+def watch(lab: Lab, *args: str, **kw: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "letitloop", "watch", *args],
+        env=lab.env,
+        cwd=HERE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def test_script_killing_itself_at_steps_3_and_7_finishes_each_step_once(lab: Lab) -> None:
+    proc = watch(lab, "--backoff", "0.1", str(HERE / "human_workflows.py"), "ten", "3,7")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "RESULT 55" in out
+    assert err.count("killed by SIGKILL") == 2 and "restarting in" in err
+    assert lab.names() == [f"step-{i}" for i in range(1, 11)]  # each executed exactly once
+    assert len({pid for _, pid, _ in lab.steps()}) == 3  # by three processes
+    restarts = [e for e in open_journal(lab.journal_path).events(run_id=TEN) if e.kind == "restart"]
+    assert len(restarts) == 2
+    assert (
+        "killed by SIGKILL" in restarts[0].data["reason"] and "lil watch" in restarts[0].data["by"]
+    )
+
+
+def test_breaker_trips_on_a_script_that_always_crashes(lab: Lab, tmp_path: Path) -> None:
+    script = tmp_path / "crash.py"
+    starts = tmp_path / "starts"
+    script.write_text(f"open({str(starts)!r}, 'a').write('x')\nraise SystemExit(2)\n")
+    proc = watch(lab, "--max-restarts", "2", "--backoff", "0.05", str(script))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "giving up" in err and "crashed 3 times in a row" in err and "max_restarts=2" in err
+    assert starts.read_text() == "xxx"  # the first start and two restarts, then nothing
+
+
+def test_no_restart_codes_end_the_watch(lab: Lab, tmp_path: Path) -> None:
+    script = tmp_path / "done.py"
+    script.write_text("raise SystemExit(75)\n")
+    proc = watch(lab, "--no-restart-on", "75", str(script))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 75 and "restarting" not in err
+
+
+def test_ctrl_c_stops_child_and_watcher(lab: Lab, tmp_path: Path) -> None:
+    script = tmp_path / "sleeper.py"
+    pids = tmp_path / "pids"
+    script.write_text(
+        f"import os, time\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\ntime.sleep(120)\n"
+    )
+    proc = watch(lab, str(script))
+    child = int(wait_for(lambda: pids.exists() and pids.read_text().split(), what="child")[0])
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "restarting" not in err
+    assert len(pids.read_text().split()) == 1  # never restarted
+    wait_for(lambda: not Path(f"/proc/{child}").exists() or _zombie(child), what="child exit")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_watch_without_a_script_is_a_usage_error(lab: Lab) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "letitloop", "watch"],
+        env=lab.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "give a script to run" in done.stderr

@@ -1,0 +1,158 @@
+"""Approval and suspend semantics on every journal backend (in-memory and the real owner)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from letitloop import ApprovalPending, Suspended, approval, durable, step, suspend
+from letitloop.kernel import _approvals
+from letitloop.kernel._errors import ApprovalDecidedError, ConfigError, JournalError
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def flow(journal: Any, calls: list[str], **ask: Any) -> Any:
+    @durable(journal=journal, run_id="a1", name="flow")
+    def run() -> Any:
+        n = step("n", lambda: calls.append("n") or 1)
+        d = approval("go", {"n": n}, schema=SCHEMA, **ask)
+        step("after", lambda: calls.append("after"))
+        return d
+
+    return run
+
+
+def decide_soon(journal: Any, **kw: Any) -> threading.Thread:
+    def go() -> None:
+        rows: list[Any] = []
+        while not rows:
+            rows = journal.approvals(status="pending")
+            time.sleep(0.02)
+        journal.decide_approval(rows[0].id, **kw)
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_approval_waits_and_replays_without_waiting(any_journal: Any) -> None:
+    calls: list[str] = []
+    decide_soon(any_journal, approved=True, by="ana", comment="ok", payload={"n": 5})
+    d = flow(any_journal, calls, timeout="1m")()
+    assert (d.approved, d.payload, d.comment, d.by, d.timed_out) == (
+        True,
+        {"n": 5},
+        "ok",
+        "ana",
+        False,
+    )
+    again = flow(any_journal, calls, timeout="1m")()  # completed run: journaled result
+    assert again == d and calls == ["n", "after"]
+    row = any_journal.approvals()[0]
+    assert row.status == "approved" and row.payload == {"n": 1} and row.edited == {"n": 5}
+
+
+def test_edited_payload_must_satisfy_the_schema_and_nothing_is_written(any_journal: Any) -> None:
+    calls: list[str] = []
+    with pytest.raises(ApprovalPending):
+        flow(any_journal, calls, wait=False)()
+    aid = any_journal.approvals()[0].id
+    with pytest.raises(ConfigError, match="does not match the approval's schema at n"):
+        any_journal.decide_approval(aid, approved=True, by="ana", payload={"n": "five"})
+    assert any_journal.approvals()[0].status == "pending"
+    any_journal.decide_approval(aid, approved=False, by="bo")
+    with pytest.raises(ApprovalDecidedError, match="already rejected by bo"):
+        any_journal.decide_approval(aid, approved=True, by="ana")
+    d = flow(any_journal, calls, wait=False)()
+    assert d.approved is False and d.payload == {"n": 1} and calls == ["n", "after"]
+
+
+def test_bad_requests_fail_before_journaling(any_journal: Any) -> None:
+    @durable(journal=any_journal, run_id="bad", name="bad")
+    def bad(payload: Any, **kw: Any) -> Any:
+        return approval("x", payload, **kw)
+
+    with pytest.raises(ConfigError, match="must be JSON data"):
+        bad(object())
+    with pytest.raises(ConfigError, match="on_timeout must be one of"):
+        bad(1, on_timeout="maybe")
+    with pytest.raises(ConfigError, match="duration like '30m'"):
+        bad(1, timeout="soon")
+    with pytest.raises(ConfigError, match="does not match the approval's schema"):
+        bad({"n": "x"}, schema=SCHEMA)
+    assert any_journal.approvals() == []
+
+
+def test_timeout_decides_as_of_the_deadline(any_journal: Any) -> None:
+    calls: list[str] = []
+    before = time.time()
+    d = flow(any_journal, calls, timeout=0.3, on_timeout="approve")()
+    assert d.approved and d.timed_out and d.by == "timeout"
+    assert before + 0.3 <= d.at <= time.time()
+    row = any_journal.approvals()[0]
+    assert row.decided_at == pytest.approx(row.deadline)
+
+
+def test_reset_cancels_a_pending_approval(any_journal: Any) -> None:
+    with pytest.raises(ApprovalPending) as info:
+        flow(any_journal, [], wait=False)()
+    run_id = info.value.run_id
+    assert any_journal.get_run(run_id).run.status == "suspended"
+    any_journal.reset_run(run_id, by="ops")
+    assert any_journal.approvals()[0].status == "cancelled"
+    with pytest.raises(JournalError, match="was cancelled: run flow:a1 was reset"):
+        any_journal.decide_approval(info.value.approval_id, approved=True, by="late")
+
+
+def test_ids_match_by_prefix_and_unknown_ids_say_how_to_list(any_journal: Any) -> None:
+    rows = [_approvals.info(_ask_record("r", i)) for i in range(40)]
+    first = rows[0].id
+    assert _approvals.match(first[:8], rows).id == first
+    with pytest.raises(JournalError, match="lil approvals list"):
+        _approvals.match("zzz", rows)
+    with pytest.raises(JournalError, match="ambiguous"):
+        _approvals.match("", rows)
+
+
+def _ask_record(run: str, pos: int) -> dict[str, Any]:
+    aid = _approvals.approval_id(run, 0, pos)
+    return {
+        "run": run,
+        "epoch": 0,
+        "pos": pos,
+        "att": 1,
+        "name": "x",
+        "ts": 1.0,
+        "ask": _approvals.ask(aid, {"i": pos}, None, None, "reject"),
+    }
+
+
+def test_suspend_stops_once_and_the_next_call_continues(any_journal: Any) -> None:
+    calls: list[str] = []
+
+    @durable(journal=any_journal, run_id="p", name="paused")
+    def paused() -> int:
+        step("one", lambda: calls.append("one"))
+        suspend("waiting for Monday")
+        step("two", lambda: calls.append("two"))
+        return 2
+
+    with pytest.raises(Suspended, match="waiting for Monday"):
+        paused()
+    info = any_journal.get_run("paused:p").run
+    assert info.status == "suspended" and info.error["message"] == "waiting for Monday"
+    assert paused() == 2 and calls == ["one", "two"]
+
+
+def test_a_resent_answer_is_idempotent(any_journal: Any) -> None:
+    with pytest.raises(ApprovalPending):
+        flow(any_journal, [], wait=False)()
+    row = any_journal.approvals()[0]
+    rec = _approvals.answer_record(row, True, "ana", None, None, None)
+    any_journal.append([rec])
+    any_journal.append([rec])  # a client resending after a reconnect: not "already decided"
+    assert any_journal.approvals()[0].decided_by == "ana"
