@@ -147,6 +147,8 @@ class _Sub:
             try:
                 self.link = self.journal._connect()
                 self.link.call({"op": "subscribe", "run": self.run_id})
+                if self.ready.is_set():
+                    self.callback([])  # resubscribed after an owner restart: re-read, may miss
                 self.ready.set()
                 stream = _wire.Stream(self.link.sock)
                 while not self.closed:

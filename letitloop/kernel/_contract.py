@@ -230,7 +230,10 @@ class Journal(Protocol):
 
     def subscribe(
         self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
-    ) -> Subscription: ...
+    ) -> Subscription:
+        """Call ``callback`` with new events as they are journaled (pushed, never polled). An
+        empty list means events may have been missed (the owner restarted): re-read state."""
+        ...
 
     def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None: ...
 

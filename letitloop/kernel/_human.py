@@ -95,7 +95,7 @@ def _await_decision(ctx: RunContext, aid: str, pos: int, name: str, wait: bool) 
     woken = threading.Event()
 
     def on_events(events: list[EventInfo]) -> None:
-        if any(e.kind == "answer" and e.position == pos for e in events):
+        if not events or any(e.kind == "answer" and e.position == pos for e in events):
             woken.set()
 
     sub = ctx.journal.subscribe(on_events, run_id=ctx.run_id) if wait else None

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -179,3 +181,26 @@ def test_explicit_suspend_then_resume_continues_past_it(lab: Lab) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["result"] == 42
     assert lab.names() == ["before", "after"]
+
+
+def test_a_decision_reaches_the_waiter_across_an_owner_crash(lab: Lab) -> None:
+    from letitloop.kernel._config import JournalPaths
+
+    proc = lab.start("publish", "Hello", "--timeout", "120")
+    aid = pending(lab)
+    owner = json.loads(JournalPaths(lab.journal_path).pid_file.read_text())["pid"]
+    os.kill(owner, signal.SIGKILL)
+    wait_for(lambda: _gone(owner), what="the owner to die")
+    cli = lab.lil("approvals", "approve", aid)  # starts a new owner
+    assert cli.returncode == 0, cli.stderr
+    rc, out, err = result_of(proc, timeout=30)
+    assert rc == 0, err
+    assert json.loads(out.split("RESULT ", 1)[1])["approved"] is True
+    assert lab.names() == ["draft", "publish"]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
