@@ -40,6 +40,9 @@ _EXPORTS = {
     "suspend": "letitloop.kernel._human",
     "Decision": "letitloop.kernel._human",
     "supervise": "letitloop.kernel._supervise",
+    "runs": "letitloop.notebook_ext._render",
+    "load_ipython_extension": "letitloop.notebook_ext",
+    "unload_ipython_extension": "letitloop.notebook_ext",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -64,6 +67,8 @@ if TYPE_CHECKING:
     from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
     from letitloop.kernel._runtime import async_step, durable, durable_async, step
     from letitloop.kernel._supervise import supervise
+    from letitloop.notebook_ext import load_ipython_extension, unload_ipython_extension
+    from letitloop.notebook_ext._render import runs
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

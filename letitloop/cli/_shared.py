@@ -6,7 +6,6 @@ Only click is imported at module level; the kernel's client is imported when a c
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from importlib import import_module
@@ -130,14 +129,9 @@ def open_cli_journal() -> OwnerJournal:
 
 def who() -> str:
     """The default ``by`` of resets and resolutions: user@host."""
-    import getpass
-    import socket
+    from letitloop.kernel._config import who as kernel_who
 
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
+    return kernel_who()
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -28,9 +28,10 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 
 
-def approval_id(run_id: str, epoch: int, position: int) -> str:
+def approval_id(run_id: str, epoch: int, position: int, attempt: int = 1) -> str:
     """A short id people can type, the same every time the run reaches this approval."""
-    return hashlib.sha256(f"{run_id}/{epoch}/{position}".encode()).hexdigest()[:10]
+    key = f"{run_id}/{epoch}/{position}" + (f"/{attempt}" if attempt > 1 else "")
+    return hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
 def parse_timeout(value: float | str | None) -> float | None:

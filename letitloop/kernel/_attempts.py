@@ -47,7 +47,7 @@ class Attempts:
         self.ctx, self.opts = ctx, opts
         self.pos, self.kind, self.name, self.fp = ident
         self.retry = opts.retry or NO_RETRY
-        self.att = rec.attempt + 1 if rec else 1
+        self.att = rec.attempt + 1 if rec else ctx.first_attempt(self.pos)
         prior = rec.error if rec is not None and rec.status != "completed" else None
         fresh = prior is None or rec is None or rec.resolution == "rearm"
         self.tries = 0 if fresh else int(prior.get("tries", 0))  # type: ignore[union-attr]

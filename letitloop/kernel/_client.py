@@ -156,8 +156,8 @@ class _Sub:
                     if "push" in msg:
                         self.callback([_event(e) for e in msg["push"]])
             except (OSError, LetItLoopError):
-                if self.closed:
-                    return
+                if self.closed or self.journal.closed:
+                    return  # a closed journal ends its subscriptions
                 time.sleep(0.05)
 
     def close(self) -> None:
@@ -397,10 +397,13 @@ class OwnerJournal:
         parent: str | None = None,
         lease: bool = True,
         lock_timeout: float = 0.0,
+        reopen: bool = False,
     ) -> RunState:
         req = {"op": "open_run", "run": run_id, "wf": workflow, "key": key, "lease": lease}
         req.update(args=list(args) if args else None, entry=entry, parent=parent)
         req["lock_timeout"] = lock_timeout
+        if reopen:
+            req["reopen"] = True
         state = run_state(self._call(req)["state"])
         if lease and state.status != "completed":
             self._leases.add(run_id)

@@ -139,3 +139,15 @@ def env_float(name: str, default: float) -> float:
         raise ConfigError(
             f"{name}={raw!r} is not a number", fix=f"set {name} to a number of seconds or unset it"
         ) from None
+
+
+def who() -> str:
+    """``user@host``: who made a decision, when a front end does not say (CLI, widgets, TUI)."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
@@ -45,6 +46,7 @@ class RunContext:
         state: RunState,
         defaults: StepOptions | None = None,
         budget: tuple[int | None, int | None] | None = None,
+        on_change: str = "raise",
     ) -> None:
         self.defaults = defaults or StepOptions()
         self.budget = state.budget or budget  # a budget raised in the journal wins over the code's
@@ -57,7 +59,13 @@ class RunContext:
         self.run_id = state.run_id
         self.epoch = state.epoch
         self.recorded = state.steps
-        self.last_recorded = max(state.steps, default=-1)
+        self.floor: dict[int, int] = {}  # position -> attempt superseded there (rerun above it)
+        if any(s.status == "superseded" for s in state.steps.values()):
+            self.recorded = {p: s for p, s in state.steps.items() if s.status != "superseded"}
+            self.floor = {p: s.attempt for p, s in state.steps.items() if s.status == "superseded"}
+        self.last_recorded = max(self.recorded, default=-1)
+        self.on_change = on_change  # "raise" | "rerun": what replay does when the code changed
+        self.observer = observer_var.get()
         self._next = 0
         self._lock = threading.Lock()
 
@@ -119,12 +127,32 @@ class RunContext:
         with self._lock:
             self._next = max(self._next, position)
 
+    def first_attempt(self, pos: int) -> int:
+        """The attempt number of a fresh call at ``pos`` (above any superseded attempt there)."""
+        return self.floor.get(pos, 0) + 1
+
+    def rewind(self, pos: int) -> None:
+        """Supersede what the journal holds from ``pos`` on: the changed code runs it again."""
+        rec = {"k": "rewind", "run": self.run_id, "epoch": self.epoch, "pos": pos}
+        self.journal.append([rec | {"ts": time.time()}])
+        with self._lock:
+            for p in [p for p in self.recorded if p >= pos]:
+                self.floor[p] = max(self.floor.get(p, 0), self.recorded.pop(p).attempt)
+            self.last_recorded = max(self.recorded, default=-1)
+
     def replayed(self, pos: int, kind: str, name: str, fp: str) -> StepRecord | None:
-        """What the journal holds at this position; raise if the code now calls something else."""
+        """What the journal holds at this position; raise if the code now calls something else
+        (or, with ``on_change="rerun"``, supersede it and from here on run the new code)."""
         rec = self.recorded.get(pos)
         if rec is None:
             return None
-        if rec.kind != kind or rec.name != name:
+        changed = rec.kind != kind or rec.name != name
+        if self.on_change == "rerun" and (
+            changed or (rec.status == "completed" and rec.fingerprint != fp)
+        ):
+            self.rewind(pos)
+            return None
+        if changed:
             raise NonDeterminismError(
                 f"run {self.run_id}: at position {pos} the journal recorded {rec.kind} "
                 f"{rec.name!r}, but the code now calls {kind} {name!r}",
@@ -215,6 +243,10 @@ _DIVERGED_FIX = (
 )
 
 current_run: ContextVar[RunContext | None] = ContextVar("letitloop_run", default=None)
+# called in the executing thread after each step of runs started while it is set (a notebook's
+# progress view): (run, position, name, status) with status "replayed" | "completed" | "failed"
+Observer = Callable[["RunContext", int, str, str], None]
+observer_var: ContextVar[Observer | None] = ContextVar("letitloop_observer", default=None)
 # what current_step() describes: (run, position, attempt, kind, name); the StepInfo with its
 # hashed idempotency key is only built when asked for, not for every step that runs
 StepRef = tuple[RunContext, int, int, str, str, "str | None"]

@@ -34,7 +34,7 @@ class StepRecord(NamedTuple):
     kind: str  # "step" | "marker" | "child"
     name: str
     fingerprint: str
-    status: str  # "started" | "completed" | "failed"
+    status: str  # "started" | "completed" | "failed" | "superseded" (rewound: run again)
     codec: str | None = None
     output: bytes | None = None  # None with big=True: fetch with Journal.get_output
     big: bool = False
@@ -202,8 +202,10 @@ class Journal(Protocol):
         parent: str | None = None,
         lease: bool = True,
         lock_timeout: float = 0.0,
+        reopen: bool = False,
     ) -> RunState:
-        """Create or load a run; with lease, start an attempt unless it already completed."""
+        """Create or load a run; with lease, start an attempt unless it already completed (or,
+        with ``reopen``, even then: its steps replay and it completes again)."""
         ...
 
     def release_run(self, run_id: str) -> None: ...

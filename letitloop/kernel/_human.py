@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from letitloop.kernel import _approvals
@@ -23,6 +24,8 @@ from letitloop.kernel._contract import ApprovalInfo, EventInfo
 from letitloop.kernel._errors import ApprovalDecidedError, ApprovalPending, ConfigError, Suspended
 
 _NULL = ("json", b"null")
+# False where nothing may block (a notebook cell: the approval widget needs the kernel free)
+may_wait: ContextVar[bool] = ContextVar("letitloop_may_wait", default=True)
 
 
 class Decision(NamedTuple):
@@ -68,13 +71,13 @@ def approval(
     rec = ctx.replayed(pos, "approval", name, fp)
     if rec is not None and rec.status == "completed":
         return Decision(**ctx.output(rec))
-    aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos)
-    att = rec.attempt if rec is not None else 1
+    att = rec.attempt if rec is not None else ctx.first_attempt(pos)
+    aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos, att)
     if rec is None:
         deadline = time.time() + seconds if seconds is not None else None
         ask = _approvals.ask(aid, payload, schema, deadline, on_timeout)
         ctx.journal.append([ctx.record("step", pos, att, "approval", name, fp, ask=ask)])
-    row = _await_decision(ctx, aid, pos, name, wait)
+    row = _await_decision(ctx, aid, pos, name, wait and may_wait.get())
     decision = Decision(
         approved=row.status == "approved",
         payload=row.edited if row.edited is not None else row.payload,
@@ -154,7 +157,7 @@ def suspend(reason: str) -> None:
         ident = (pos, rec.attempt, "suspend", "suspend", "")
         ctx.journal.append([ctx.record("ok", *ident, codec=_NULL[0], out=_NULL[1], next=None)])
         return
-    ctx.journal.append([ctx.record("step", pos, 1, "suspend", "suspend", "")])
+    ctx.journal.append([ctx.record("step", pos, ctx.first_attempt(pos), "suspend", "suspend", "")])
     ctx.suspend(reason)
     raise Suspended(
         f"run {ctx.run_id} suspended: {reason}",

@@ -95,7 +95,7 @@ def atomic_marker(name: str, reconcile: Reconcile | None = None) -> Iterator[boo
         raise ConfigError(f"marker name must be a non-empty string, got {name!r}")
     pos = ctx.take_position()
     rec = ctx.replayed(pos, "marker", name, "")
-    att = 1
+    att = ctx.first_attempt(pos)
     if rec is not None:
         if rec.status == "completed":
             ctx.skip_to(rec.next_position if rec.next_position is not None else pos + 1)

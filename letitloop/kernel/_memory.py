@@ -156,9 +156,10 @@ class MemoryJournal:
                 st.approvals.setdefault(rec["ask"]["id"], _approvals.info(rec))
             elif rec["k"] == "answer":
                 st.approvals[rec["id"]] = _approvals.decided(st.approvals[rec["id"]], rec)
-            elif rec["k"] == "reset":
+            elif rec["k"] in ("reset", "rewind"):
                 for aid, row in list(st.approvals.items()):
-                    if row.run_id == rec["run"] and row.status == "pending":
+                    later = rec["k"] == "reset" or row.position >= rec["pos"]
+                    if row.run_id == rec["run"] and row.status == "pending" and later:
                         st.approvals[aid] = row._replace(status="cancelled")
             elif rec["k"] == "uncache":
                 st.cache = {k: e for k, e in st.cache.items() if rec["fn"] not in (None, e.fn)}
@@ -181,8 +182,10 @@ class MemoryJournal:
         parent: str | None = None,
         lease: bool = True,
         lock_timeout: float = 0.0,
+        reopen: bool = False,
     ) -> RunState:
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
+        req["reopen"] = reopen
         req.update(args=list(args) if args else None, entry=entry, parent=parent)
         deadline = time.monotonic() + lock_timeout
         with self.store.cond:
@@ -393,6 +396,11 @@ def match_run(text: str, run_ids: Sequence[str]) -> str:
 def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) -> None:
     """Fold one step record into the attempt it belongs to (for run detail views)."""
     if rec["k"] == "answer":  # shown by the approvals listing, not as an attempt
+        return
+    if rec["k"] == "rewind":
+        for (pos, _), item in attempts.items():
+            if pos >= rec["pos"]:
+                item["status"] = "superseded"
         return
     a = attempts.setdefault(
         (rec["pos"], rec["att"]),

@@ -31,6 +31,12 @@ class DurableOptions:
         timeout: seconds each attempt of a step may take, unless the step says otherwise.
         budget: what the run may spend (``Budget(usd=..., tokens=...)``); a budget raised with
             ``lil runs budget`` replaces it.
+        on_change: when the code no longer matches the journal (a step renamed, reordered or
+            called with other arguments): ``"raise"`` ``NonDeterminismError``, or ``"rerun"``:
+            keep the unchanged prefix and run from the first changed step (the journal keeps
+            the superseded attempts). Notebook cells use ``"rerun"``.
+        reopen: call the function again even when its run completed, replaying every step
+            (notebook cells do, so the names a cell binds are bound again).
     """
 
     name: str | None = None
@@ -41,6 +47,8 @@ class DurableOptions:
     retry: Retry | None = None
     timeout: float | None = None
     budget: Budget | None = None
+    on_change: str = "raise"
+    reopen: bool = False
 
     def step_defaults(self) -> StepOptions:
         return StepOptions(retry=self.retry, timeout=self.timeout)
@@ -52,6 +60,11 @@ class DurableOptions:
             raise ConfigError(
                 f"run_id must be a non-empty string, got {self.run_id!r}",
                 fix="pass run_id='customer-42' (or goal_id=), or leave it out to derive it",
+            )
+        if self.on_change not in ("raise", "rerun"):
+            raise ConfigError(
+                f"on_change must be 'raise' or 'rerun', got {self.on_change!r}",
+                fix='use on_change="rerun" to rerun from the first changed step',
             )
         if not isinstance(self.lock_timeout, (int, float)) or self.lock_timeout < 0:
             raise ConfigError(f"lock_timeout must be a number >= 0, got {self.lock_timeout!r}")

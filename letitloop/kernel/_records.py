@@ -19,6 +19,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     suspend  the run stopped to wait        run epoch reason ts
     answer   an approval decided            run epoch pos att id ok by comment payload timeout ts
     restart  a supervisor restarted the run's process   run epoch by reason ts
+    rewind   steps from pos on are superseded (changed code reruns them)   run epoch pos ts
     propose  a splice proposal              id path target code reason by base old origin ts
     decide   a proposal applied, rejected or in conflict   id state by note ts
 """
@@ -93,6 +94,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "timeout": (bool,),
     },
     "restart": {"run": _STR, "epoch": _INT, "by": _STR, "reason": _STR, "ts": _NUM},
+    "rewind": {"run": _STR, "epoch": _INT, "pos": _INT, "ts": _NUM},
     "propose": {
         "run": _STR,
         "id": _STR,
@@ -184,10 +186,12 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
     if k == "propose":
         return f"propose/{rec['id']}"
-    if k in ("cache", "budget", "suspend", "decide", "restart"):
+    if k in ("cache", "budget", "suspend", "decide", "restart", "rewind"):
         return f"{k}/{rec.get('key') or rec.get('id') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"
+    if k == "done":  # a reopened run completes again in the same epoch
+        return f"done/{rec['run']}/{rec['epoch']}/{rec['ts']}"
     return f"{k}/{rec['run']}/{rec['epoch']}"
 
 

@@ -142,13 +142,16 @@ class _Invocation:
             parent=parent,
             lease=True,
             lock_timeout=self.opts.lock_timeout,
+            reopen=self.opts.reopen,
         )
         if state.status == "completed":
             assert state.result is not None
             return _Done(self.codec.decode(*state.result, what=f"result of run {self.run_id}"))
         budget = self.opts.budget
         limits = (budget.usd_micros, budget.tokens) if budget else None
-        return RunContext(self.journal, self.codec, state, self.opts.step_defaults(), limits)
+        return RunContext(
+            self.journal, self.codec, state, self.opts.step_defaults(), limits, self.opts.on_change
+        )
 
     def finish_record(self, ctx: RunContext, result: Any) -> dict[str, Any]:
         codec, data = self.codec.encode(
@@ -366,10 +369,14 @@ def _replay_failure(ctx: RunContext, rec: StepRecord) -> BaseException:
     )
 
 
-def _begin_step(ctx: RunContext, name: str, kind: str, args: Any, kwargs: Any) -> Any:
+def _begin_step(
+    ctx: RunContext, name: str, kind: str, fn: Callable[..., Any], args: Any, kwargs: Any
+) -> Any:
     """Position, fingerprint and what replay says: a finished record, or the attempt to run."""
     pos = ctx.take_position()
     fp = fingerprint(args, kwargs)
+    if ctx.on_change == "rerun":  # an edited step function counts as a change too
+        fp += ":" + code_digest(fn)
     rec = ctx.replayed(pos, kind, name, fp)
     if rec is not None and rec.status == "completed":
         return pos, fp, rec, 0
@@ -377,7 +384,20 @@ def _begin_step(ctx: RunContext, name: str, kind: str, args: Any, kwargs: Any) -
         raise dead_lettered(ctx.run_id, name, pos, "its last journaled attempt")
     if rec is not None and rec.status == "failed" and ctx.has_later(pos):
         return pos, fp, rec, 0
-    return pos, fp, rec, (rec.attempt + 1 if rec else 1)
+    return pos, fp, rec, (rec.attempt + 1 if rec else ctx.first_attempt(pos))
+
+
+def code_digest(fn: Callable[..., Any]) -> str:
+    """A short hash of a function's code (bytecode, constants, names), "" if it has none."""
+    import hashlib
+
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    raw = code.co_code + repr((code.co_consts, code.co_names)).encode()
+    return hashlib.sha256(raw).hexdigest()[:12]
 
 
 def _replayed_value(ctx: RunContext, rec: StepRecord) -> Any:
@@ -394,8 +414,10 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     if type(name) is not str or not name:
         _check_name(name, "step")
     opts = ctx.defaults.merged(pop_step_options(kwargs))
-    pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
+    pos, fp, rec, att = _begin_step(ctx, name, _kind, fn, args, kwargs)
     if att == 0:
+        if ctx.observer is not None:
+            ctx.observer(ctx, pos, name, "replayed")
         if rec.next_position is None and rec.status == "completed":
             return ctx.output(rec)  # type: ignore[no-any-return]  # replay, the hot path
         return _replayed_value(ctx, rec)  # type: ignore[no-any-return]
@@ -428,6 +450,8 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
             break
     nxt = ctx.next_position if ctx.next_position > pos + 1 else None
     ctx.journal.append([_completion(ctx, ident, out, nxt, spent, key, fn, opts)])
+    if ctx.observer is not None:
+        ctx.observer(ctx, pos, name, "completed")
     return out
 
 
@@ -492,7 +516,7 @@ def async_step(
     ctx = require_run("async_step()")
     _check_name(name, "step")
     opts = ctx.defaults.merged(pop_step_options(kwargs))
-    pos, fp, rec, att = _begin_step(ctx, name, _kind, args, kwargs)
+    pos, fp, rec, att = _begin_step(ctx, name, _kind, fn, args, kwargs)
     return _async_body(ctx, (pos, att, _kind, name, fp), rec, fn, args, kwargs, opts)
 
 
@@ -510,6 +534,8 @@ async def _async_body(
     pos, att, kind, name, fp = ident
     if att == 0:
         assert rec is not None
+        if ctx.observer is not None:
+            ctx.observer(ctx, pos, name, "replayed")
         if rec.output is None and rec.status == "completed":
             return await asyncio.to_thread(ctx.output, rec)
         return _replayed_value(ctx, rec)
@@ -552,6 +578,8 @@ async def _async_body(
             break
     ok = _completion(ctx, ident, out, None, spent, key, fn, opts)
     await asyncio.to_thread(ctx.journal.append, [ok])
+    if ctx.observer is not None:
+        ctx.observer(ctx, pos, name, "completed")
     return out
 
 

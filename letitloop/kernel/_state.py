@@ -167,7 +167,8 @@ class JournalState:
         """``open_run``: the run's wire form (None if unknown, not leasing) and records to write."""
         run_id = req["run"]
         entry = self.runs.get(run_id)
-        if (entry is not None and entry.status == "completed") or not req.get("lease", True):
+        done = entry is not None and entry.status == "completed" and not req.get("reopen")
+        if done or not req.get("lease", True):
             return (entry.wire() if entry else None), []
         if entry is not None and entry.holder not in (None, session):
             raise RunLockedError(
@@ -325,6 +326,12 @@ class JournalState:
             entry.steps[rec["pos"]]["ans"] = rec
         elif k == "restart":
             pass  # kept as an event for the dashboards
+        elif k == "rewind":  # the code changed here: this step and later ones run again
+            for step in entry.steps.values():
+                if step["pos"] >= rec["pos"] and step["status"] != "superseded":
+                    step["status"] = "superseded"
+                    step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
+            entry.current = None
         elif k == "suspend":
             entry.status = "suspended"
             entry.error = {"type": "letitloop.Suspended", "message": rec["reason"]}

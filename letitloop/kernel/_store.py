@@ -148,7 +148,15 @@ class Store:
             try:
                 self._fold_events(part)
                 self._fold_approvals([r for _, r in part if r.get("ask") or r["k"] == "answer"])
-                self._fold_steps([rec for _, rec in part if "pos" in rec and rec["k"] != "answer"])
+                steps: list[Record] = []
+                for _, rec in part:  # a rewind applies to the step records before it only
+                    if rec["k"] == "rewind":
+                        self._fold_steps(steps)
+                        steps = []
+                        self._fold_rewind(rec)
+                    elif "pos" in rec and rec["k"] != "answer":
+                        steps.append(rec)
+                self._fold_steps(steps)
                 for _, rec in part:
                     if "pos" not in rec:
                         self._fold_run(rec)
@@ -195,6 +203,16 @@ class Store:
                     ["approved" if rec["ok"] else "rejected", rec["by"], rec["ts"]]
                     + [rec["comment"], rec["payload"], rec["timeout"], rec["id"]],
                 )
+
+    def _fold_rewind(self, rec: Record) -> None:
+        where = "WHERE run_id = ? AND epoch = ? AND position >= ?"
+        key = [rec["run"], rec["epoch"], rec["pos"]]
+        self.db.execute(f"UPDATE steps SET status = 'superseded' {where}", key)
+        self.db.execute(  # approvals asked before the rewind (later ones have new ids)
+            f"UPDATE approvals SET status = 'cancelled' {where} AND status = 'pending' "
+            "AND created <= ?",
+            [*key, rec["ts"]],
+        )
 
     def _fold_steps(self, recs: Sequence[Record]) -> None:
         merged: dict[tuple[str, int, int, int], dict[str, Any]] = {}
@@ -334,7 +352,7 @@ class Store:
             "SELECT key FROM events WHERE run_id = ? AND epoch = ?", [run_id, epoch]
         ).fetchall()
         asks = {
-            r[0]: r[1:]
+            (r[0], r[-1]): r[1:]
             for r in self.db.execute(
                 "SELECT position, id, payload, schema, deadline, on_timeout, status, decided_by, "
                 "decided_at, comment, edited, timed_out, attempt FROM approvals WHERE run_id = ? "
@@ -379,7 +397,7 @@ class Store:
                     "res": s[11],
                     "res_by": s[12],
                 }
-                | _approval_fields(run_id, epoch, s[0], asks.get(s[0]))
+                | _approval_fields(run_id, epoch, s[0], asks.get((s[0], s[1])))
                 for s in steps
             ],
         }

@@ -137,7 +137,7 @@ def test_lil_runs_resume_continues_a_suspended_run_in_a_fresh_process(lab: Lab) 
 
 
 def test_timeout_passes_while_no_process_runs(lab: Lab) -> None:
-    rc, _out, _ = result_of(lab.start("publish", "Hello", "--timeout", "1", "--wait", "no"))
+    rc, _out, _ = result_of(lab.start("publish", "Hello", "--timeout", "4", "--wait", "no"))
     assert rc == 3
     journal = open_journal(lab.journal_path)
     row = journal.approvals(status="pending")[0]

@@ -1,0 +1,94 @@
+"""The ``%%durable NAME`` cell magic: parse the line, run the cell durably, show what happened.
+
+    %%durable ingest [--run-id ID] [--fresh] [--strict] [--budget-usd N] [--budget-tokens N]
+                     [--journal PATH] [--quiet]
+
+Unknown options are a ``UsageError`` with the usage line. A cell that stops at an approval shows
+an ``ApprovalWidget``; deciding there (or anywhere else) continues the run below the widget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from letitloop.kernel._errors import LetItLoopError, NonDeterminismError
+from letitloop.notebook_ext._cell import CellRun, Outcome, run_cell
+from letitloop.notebook_ext._progress import Progress
+
+
+@magics_class
+class DurableMagics(Magics):
+    """``%%durable``: see the module docstring."""
+
+    @magic_arguments()
+    @argument("name", help="the run's name: one per cell (with the notebook, it names the run)")
+    @argument("--run-id", help="a fixed run key instead of one derived from the notebook")
+    @argument("--fresh", action="store_true", help="start the run over (a new epoch)")
+    @argument("--strict", action="store_true", help="a changed cell raises, as in scripts")
+    @argument("--budget-usd", type=float, help="what the run may spend, in US dollars")
+    @argument("--budget-tokens", type=int, help="what the run may spend, in tokens")
+    @argument("--journal", help="journal path (default: found as for @durable)")
+    @argument("--quiet", action="store_true", help="no live progress view")
+    @cell_magic
+    def durable(self, line: str, cell: str) -> Any:
+        """Run the cell as a durable run: kill the kernel, run the cell again, and finished steps
+        replay from the journal while the cell's names are bound again."""
+        args = parse_argstring(self.durable, line)
+        if not args.name.isidentifier():
+            raise UsageError(
+                f"%%durable NAME: the name must be an identifier like ingest_docs, got "
+                f"{args.name!r}"
+            )
+        spec = CellRun(
+            name=args.name,
+            code=cell,
+            run_id=args.run_id,
+            fresh=args.fresh,
+            strict=args.strict,
+            journal=args.journal,
+            budget_usd=args.budget_usd,
+            budget_tokens=args.budget_tokens,
+            progress=not args.quiet,
+        )
+        return run_and_show(self.shell, spec)
+
+
+def run_and_show(shell: Any, spec: CellRun, fresh_allowed: bool = True) -> Any:
+    """Run the cell with a progress view; on a pending approval, show its widget."""
+    progress = Progress(spec.name, shell) if spec.progress else None
+    try:
+        with Progress.observing(progress):
+            outcome: Outcome = run_cell(shell, spec if fresh_allowed else _no_fresh(spec))
+    except NonDeterminismError as exc:  # only with --strict: say what a cell user can do
+        raise NonDeterminismError(
+            exc.message,
+            fix="run the cell without --strict to rerun from the first changed step, or with "
+            "--fresh to start the run over",
+            run_id=exc.run_id,
+            step=exc.step,
+            position=exc.position,
+        ) from None
+    except LetItLoopError as exc:
+        raise exc.with_traceback(None) from None  # our message says it all: no kernel frames
+    finally:
+        if progress is not None:
+            progress.finish()
+    if outcome.pending is not None:  # the cell's output: decide here, and the run goes on below
+        from letitloop.notebook_ext._widgets import ApprovalWidget
+
+        return ApprovalWidget(
+            outcome.pending.approval_id,
+            journal=spec.journal,
+            on_decided=lambda _row: run_and_show(shell, spec, fresh_allowed=False),
+        )
+    return outcome.value
+
+
+def _no_fresh(spec: CellRun) -> CellRun:
+    from dataclasses import replace
+
+    return replace(spec, fresh=False)  # continuing after a decision must not start over

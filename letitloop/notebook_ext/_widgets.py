@@ -1,0 +1,238 @@
+"""ipywidgets for steering runs from a notebook: approve, inspect, resolve effects in doubt.
+
+Each widget reads and writes only through the journal client. Live updates come from the
+journal's pushed events; since those arrive on a background thread, the widget's Python-side
+changes are handed to the kernel's own event loop (``_on_kernel``), where cell code and button
+callbacks run too. Each widget has a CSS class (``lil-approval``, ``lil-inspector``,
+``lil-effects``) as a stable hook for browser tests and styling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from letitloop.kernel._config import who
+from letitloop.kernel._contract import ApprovalInfo, EventInfo, Journal
+from letitloop.kernel._errors import LetItLoopError
+from letitloop.kernel._runtime import resolve_journal
+
+
+def _on_kernel() -> Callable[[Callable[[], None]], None]:
+    """A function that runs callbacks on the kernel's event loop, where cell code runs. Outside
+    a kernel (terminal IPython) there is none, and user code must not run on the journal's
+    thread: pushed updates are then dropped, and show up when the cell runs again."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return lambda fn: None
+    def schedule(fn: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(fn)
+
+    return schedule
+
+
+class ApprovalWidget(W.VBox):  # type: ignore[misc]
+    """A pending approval: payload preview, optional edit, comment, Approve / Reject.
+
+    A decision made here or anywhere else (CLI, TUI, editor) disables the buttons, says who
+    decided, and calls ``on_decided(row)``, whose output lands in the widget's output area.
+    """
+
+    def __init__(
+        self,
+        approval_id: str,
+        *,
+        journal: Journal | str | None = None,
+        on_decided: Callable[[ApprovalInfo], Any] | None = None,
+    ) -> None:
+        self.journal = resolve_journal(journal)
+        self.row = self._row(approval_id)
+        self.on_decided = on_decided
+        self.finished = False
+        title = f"<b>approval {html.escape(self.row.name)!s}</b> · run {self.row.run_id}"
+        self.title = W.HTML(title)
+        self.preview = W.HTML(_pre(self.row.payload))
+        self.edit = W.Textarea(
+            value=json.dumps(self.row.payload, indent=2),
+            description="payload",
+            layout=W.Layout(width="100%", height="8em"),
+        )
+        self.comment = W.Text(placeholder="comment (optional)", description="comment")
+        self.approve = W.Button(description="Approve", button_style="success", icon="check")
+        self.reject = W.Button(description="Reject", button_style="danger", icon="times")
+        self.status = W.HTML(self._status_text())
+        self.output = W.Output()
+        self.approve.on_click(lambda _b: self.decide(True))
+        self.reject.on_click(lambda _b: self.decide(False))
+        editable = [self.edit] if self.row.schema is not None else [self.preview]
+        super().__init__(
+            [self.title, *editable, self.comment, W.HBox([self.approve, self.reject])]
+            + [self.status, self.output]
+        )
+        self.add_class("lil-approval")
+        self._schedule = _on_kernel()
+        self._sub = self.journal.subscribe(self._on_events, run_id=self.row.run_id)
+        if self.row.status != "pending":
+            self._decided(self.row)
+
+    def __repr__(self) -> str:  # what a terminal (or a frontend without widgets) shows
+        r = self.row
+        if r.status == "pending":
+            return (
+                f"approval {r.name!r} of run {r.run_id} is pending: decide with "
+                f"`lil approvals approve {r.id}` (or reject), then run the cell again"
+            )
+        return f"approval {r.name!r} of run {r.run_id}: {r.status} by {r.decided_by}"
+
+    def _row(self, approval_id: str) -> ApprovalInfo:
+        from letitloop.kernel._approvals import match
+
+        rows = self.journal.approvals(limit=1 << 30)
+        return match(approval_id, rows)
+
+    def decide(self, approved: bool) -> None:
+        """What the buttons do: journal the decision (the first one wins), then continue."""
+        payload = None
+        if approved and self.row.schema is not None:
+            try:
+                payload = json.loads(self.edit.value)
+            except ValueError as exc:
+                self.status.value = _error(f"the payload is not valid JSON: {exc}")
+                return
+            if payload == self.row.payload:
+                payload = None
+        try:
+            row = self.journal.decide_approval(
+                self.row.id,
+                approved=approved,
+                by=who(),
+                comment=self.comment.value or None,
+                payload=payload,
+            )
+        except LetItLoopError as exc:
+            self.status.value = _error(exc.message)
+            row = self._row(self.row.id)
+            if row.status == "pending":
+                return  # a bad edit: fix it and click again
+        self._decided(row)
+
+    def _on_events(self, events: list[EventInfo]) -> None:
+        if not events or any(e.kind == "answer" for e in events):
+            self._schedule(self._refresh)
+
+    def _refresh(self) -> None:
+        row = self._row(self.row.id)
+        if row.status != "pending":
+            self._decided(row)
+
+    def _decided(self, row: ApprovalInfo) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self.row = row
+        self._sub.close()
+        self.approve.disabled = self.reject.disabled = True
+        self.edit.disabled = self.comment.disabled = True
+        self.status.value = self._status_text()
+        if self.on_decided is not None and row.status in ("approved", "rejected"):
+            with self.output:
+                value = self.on_decided(row)
+                if value is not None:
+                    from IPython.display import display
+
+                    display(value)
+
+    def _status_text(self) -> str:
+        r = self.row
+        if r.status == "pending":
+            return "<i>waiting for a decision</i>"
+        how = " (timed out)" if r.timed_out else ""
+        note = f": {html.escape(r.comment)}" if r.comment else ""
+        return f"<b>{r.status}</b> by {html.escape(r.decided_by or '?')}{how}{note}"
+
+
+class RunInspector(W.VBox):  # type: ignore[misc]
+    """A run's steps (status, attempts, duration, cost, output preview), kept live."""
+
+    def __init__(self, run: str, *, journal: Journal | str | None = None) -> None:
+        self.journal = resolve_journal(journal)
+        self.run_id = self.journal.find_run(run)
+        self.header = W.HTML()
+        self.table = W.HTML()
+        super().__init__([self.header, self.table])
+        self.add_class("lil-inspector")
+        self.refresh()
+        self._schedule = _on_kernel()
+        self._sub = self.journal.subscribe(
+            lambda _events: self._schedule(self.refresh), run_id=self.run_id
+        )
+
+    def refresh(self) -> None:
+        from letitloop.notebook_ext._render import steps_html
+
+        detail = self.journal.get_run(self.run_id)
+        r = detail.run
+        self.header.value = (
+            f"<b>{html.escape(r.run_id)}</b> · {r.status} · {r.steps_done} steps done · "
+            f"${r.cost_micros / 1e6:.4f}"
+        )
+        self.table.value = steps_html(detail.attempts)
+
+    def close(self) -> None:
+        self._sub.close()
+        super().close()
+
+
+class EffectsInDoubt(W.VBox):  # type: ignore[misc]
+    """Side effects in doubt across runs, each with Done / Redo buttons."""
+
+    def __init__(self, *, journal: Journal | str | None = None) -> None:
+        self.journal = resolve_journal(journal)
+        super().__init__([])
+        self.add_class("lil-effects")
+        self.refresh()
+
+    def doubtful(self) -> list[tuple[str, Any]]:
+        found = []
+        for info in self.journal.list_runs(limit=1 << 30):
+            if info.status in ("completed", "running"):
+                continue
+            latest: dict[int, Any] = {}
+            for a in self.journal.get_run(info.run_id).attempts:
+                if a.kind == "marker":
+                    latest[a.position] = a
+            found += [
+                (info.run_id, a)
+                for a in latest.values()
+                if a.status != "completed" and a.resolution is None
+            ]
+        return found
+
+    def refresh(self) -> None:
+        rows = []
+        for run_id, a in self.doubtful():
+            done = W.Button(description="Done", tooltip="it happened: skip the block")
+            redo = W.Button(description="Redo", tooltip="it did not: run the block again")
+            done.on_click(lambda _b, r=run_id, p=a.position: self.resolve(r, p, "done"))
+            redo.on_click(lambda _b, r=run_id, p=a.position: self.resolve(r, p, "redo"))
+            label = W.HTML(f"<b>{html.escape(a.name)}</b> · {html.escape(run_id)}")
+            rows.append(W.HBox([label, done, redo]))
+        self.children = rows or [W.HTML("<i>no side effects in doubt</i>")]
+
+    def resolve(self, run_id: str, position: int, resolution: str) -> None:
+        self.journal.resolve_marker(run_id, position, resolution, who())
+        self.refresh()
+
+
+def _pre(value: Any) -> str:
+    return f"<pre>{html.escape(json.dumps(value, indent=2, ensure_ascii=False))}</pre>"
+
+
+def _error(message: str) -> str:
+    return f"<span style='color:#b00'>{html.escape(message)}</span>"
