@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
-SYSTEM_PACKAGES :=
+SYSTEM_PACKAGES := chromium tmux
 
 .PHONY: demo test install system-deps lint typecheck pytest bench clean
 
@@ -27,7 +27,7 @@ system-deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
 
-LINTED := $(wildcard letitloop tests benchmarks)
+LINTED := $(wildcard letitloop tests benchmarks examples)
 
 lint: install
 	$(BIN)/ruff check $(LINTED)

@@ -396,8 +396,16 @@ def code_digest(fn: Callable[..., Any]) -> str:
     code = getattr(fn, "__code__", None)
     if code is None:
         return ""
-    raw = code.co_code + repr((code.co_consts, code.co_names)).encode()
-    return hashlib.sha256(raw).hexdigest()[:12]
+    return hashlib.sha256(_code_bytes(code)).hexdigest()[:12]
+
+
+def _code_bytes(code: Any) -> bytes:
+    """Bytecode, names and constants, nested code objects included, without their addresses
+    or file names (a cell's code is compiled under a new name each time it runs)."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    for const in code.co_consts:
+        parts.append(_code_bytes(const) if hasattr(const, "co_code") else repr(const).encode())
+    return b"\x00".join(parts)
 
 
 def _replayed_value(ctx: RunContext, rec: StepRecord) -> Any:

@@ -59,7 +59,8 @@ class DurableMagics(Magics):
 
 def run_and_show(shell: Any, spec: CellRun, fresh_allowed: bool = True) -> Any:
     """Run the cell with a progress view; on a pending approval, show its widget."""
-    progress = Progress(spec.name, shell) if spec.progress else None
+    live = None if fresh_allowed else False  # a continuation prints into the widget's output
+    progress = Progress(spec.name, shell, live=live) if spec.progress else None
     try:
         with Progress.observing(progress):
             outcome: Outcome = run_cell(shell, spec if fresh_allowed else _no_fresh(spec))

@@ -21,7 +21,9 @@ _INTERVAL = 0.25  # seconds between two updates of the display
 class Progress:
     """Counts the steps of one cell's run and renders them; fed by the kernel's step observer."""
 
-    def __init__(self, name: str, shell: Any, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, name: str, shell: Any, clock: Any = time.monotonic, live: bool | None = None
+    ) -> None:
         self.name = name
         self.clock = clock
         self.started = clock()
@@ -29,9 +31,11 @@ class Progress:
         self.journaled = 0
         self.current = ""
         self.cost_micros = 0
-        self.live = getattr(shell, "kernel", None) is not None  # a Jupyter kernel, not a terminal
+        # updated in place in a Jupyter kernel; a terminal (or a widget's output area, where
+        # JupyterLab does not apply display updates) gets one line at the end
+        self.live = getattr(shell, "kernel", None) is not None if live is None else live
         self.handle: Any = None
-        self.last_shown = 0.0
+        self.last_shown = self.started  # a quick cell shows only its final line
 
     @staticmethod
     @contextmanager

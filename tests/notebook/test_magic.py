@@ -100,3 +100,19 @@ def test_a_failing_cell_fails_its_run_and_resumes_at_the_failed_step(
     shell.user_ns["boom"][0] = False
     ok = cells.run("flaky", code)
     assert ok.success and shell.user_ns["b"] == 2 and cells.calls == ["a", "f", "f"]
+
+
+def test_step_code_digest_is_stable_across_cell_runs_and_sees_edits() -> None:
+    from letitloop.kernel._runtime import code_digest
+
+    def compiled(src: str, filename: str) -> Any:
+        namespace: dict[str, Any] = {}
+        exec(compile(src, filename, "exec"), namespace)
+        return namespace["f"]
+
+    src = "f = lambda: [x * 2 for x in range(3)]"
+    assert code_digest(compiled(src, "<cell-1>")) == code_digest(compiled(src, "<cell-2>"))
+    assert code_digest(compiled(src.replace("2", "3"), "<cell-1>")) != code_digest(
+        compiled(src, "<cell-1>")
+    )
+    assert code_digest(len) == ""  # builtins have no code: the arguments decide alone
