@@ -116,3 +116,21 @@ def test_step_code_digest_is_stable_across_cell_runs_and_sees_edits() -> None:
         compiled(src, "<cell-1>")
     )
     assert code_digest(len) == ""  # builtins have no code: the arguments decide alone
+
+
+def test_progress_updates_in_place_at_most_a_few_times_a_second(shell: Any) -> None:
+    from types import SimpleNamespace
+
+    from letitloop.notebook_ext._progress import Progress
+
+    now = [100.0]
+    progress = Progress("loop", shell, clock=lambda: now[0], live=True)
+    shown: list[str] = []
+    progress._show = lambda: shown.append(progress.text())  # type: ignore[method-assign]
+    ctx = SimpleNamespace(recorded={i: None for i in range(10)}, spent_micros=2_500)
+    for i in range(500):  # 500 steps over 5 seconds
+        now[0] += 0.01
+        progress.observe(ctx, i, f"item-{i}", "replayed" if i < 10 else "completed")  # type: ignore[arg-type]
+    progress.finish()
+    assert 15 <= len(shown) <= 25  # ~4 per second, not 500
+    assert shown[-1] == "loop: 500/500 steps · 10 replayed · last: item-499 · 5.0s · $0.0025"
