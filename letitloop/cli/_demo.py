@@ -101,16 +101,20 @@ class Demo:
         """Run the pipeline and SIGKILL it once ``kill_after`` steps are journaled.
 
         It is killed only at a moment when every step whose side effect was written is also
-        journaled (``_done`` is read before the lines are counted, and a step writes its line
-        before its output is journaled): the next step is then inside its 50-100 ms model call,
-        which is where a crash really hurts.
+        journaled: the next step is then inside its 50-100 ms model call, which is where a crash
+        really hurts. To find that moment even on a busy machine, the pipeline is frozen
+        (SIGSTOP) while the journal and its side effects are compared, and let go (SIGCONT)
+        when they differ.
         """
         proc = self.python()
         self.say(out.text(f"Run 1: python {script.SCRIPT_NAME}  (pid {proc.pid})", "bold"))
         seen = 0
         deadline = time.monotonic() + WATCH_TIMEOUT
         while True:
-            done = self._done(journal) if seen >= self.kill_after else -1
+            frozen = seen >= self.kill_after and proc.poll() is None
+            if frozen:
+                os.kill(proc.pid, signal.SIGSTOP)
+            done = self._done(journal) if frozen else -1
             lines = self.lines(self.step_log)
             for line in lines[seen:]:
                 self.ran(line.split()[0])
@@ -118,6 +122,8 @@ class Demo:
             if done >= self.kill_after and done == seen:
                 os.kill(proc.pid, signal.SIGKILL)
                 break
+            if frozen:
+                os.kill(proc.pid, signal.SIGCONT)
             if proc.poll() is not None:
                 self._abandon(proc, "the pipeline ended before it could be killed")
             if time.monotonic() > deadline:

@@ -146,3 +146,31 @@ def test_a_decision_from_the_cli_continues_the_cell_in_its_kernel(
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_supervise_from_a_notebook_kernel(
+    kernel_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``@supervise`` on an importable function, called from a notebook: the child is SIGKILLed
+    once and restarted, and the cell gets the value."""
+    log = tmp_path / "steps.log"
+    monkeypatch.setenv("HUMAN_LOG", str(log))
+    human = ROOT / "tests" / "human"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(HERE), str(human)]))
+    nb = new_notebook(
+        cells=[
+            new_code_cell(
+                "import os, supervised\nr = supervised.crunch(4)\n"
+                "print('R', r['total'], r['child'] != os.getpid())"
+            )
+        ],
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+    )
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    out = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.output_type == "stream")
+    assert "R 6 True" in out
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["s0", "s1", "s2", "s3"]

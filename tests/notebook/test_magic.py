@@ -59,7 +59,8 @@ def test_fresh_starts_over(cells: Any, shell: Any) -> None:
 
 
 def test_strict_makes_a_change_an_error(cells: Any) -> None:
-    cells.run("strict", body())
+    first = cells.run("strict", body())
+    assert first.success, first.error_in_exec
     changed = cells.run("strict --strict", body(b="other"))
     assert not changed.success
     assert isinstance(changed.error_in_exec, NonDeterminismError)
