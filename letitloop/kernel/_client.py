@@ -17,12 +17,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from letitloop.kernel import _errors, _wire
+from letitloop.kernel import _checkpoints, _errors, _wire
 from letitloop.kernel._config import JournalPaths, env_float, find_journal
 from letitloop.kernel._contract import (
     ApprovalInfo,
     AttemptInfo,
     CacheEntry,
+    CheckpointRow,
+    CheckpointWrite,
     Encoded,
     EventInfo,
     Proposal,
@@ -532,6 +534,55 @@ class OwnerJournal:
         return int(msg["deleted"])
 
     # -- owner administration (not part of the contract) ---------------------------------------
+
+    def put_checkpoint(
+        self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
+    ) -> None:
+        self.append([_checkpoints.put_record(row, workflow, status, meta)])
+
+    def put_checkpoint_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[CheckpointWrite],
+        *,
+        status: str | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        rec = _checkpoints.writes_record(
+            thread_id, ns, checkpoint_id, task_id, task_path, writes, status, error
+        )
+        self.append([rec])
+
+    def checkpoints(
+        self,
+        *,
+        thread_id: str | None = None,
+        ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointRow]:
+        req: dict[str, Any] = {"op": "checkpoints", "thread": thread_id, "ns": ns}
+        req["cid"] = checkpoint_id  # "id" tags the request on the wire
+        req |= {"before": before, "filter": filter, "limit": limit}
+        return [_checkpoints.row(r) for r in self._call(req)["rows"]]
+
+    def delete_checkpoints(
+        self,
+        *,
+        thread_ids: Sequence[str] | None = None,
+        run_ids: Sequence[str] | None = None,
+        keep_latest: bool = False,
+    ) -> None:
+        self.append([_checkpoints.delete_record(thread_ids, run_ids, keep_latest)])
+
+    def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.append([_checkpoints.copy_record(source_thread_id, target_thread_id)])
 
     def sql(self, query: str) -> dict[str, Any]:
         msg = self._call({"op": "sql", "sql": query})

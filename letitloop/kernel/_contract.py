@@ -181,6 +181,29 @@ class ApprovalInfo(NamedTuple):
     attempt: int = 1
 
 
+class CheckpointWrite(NamedTuple):
+    """One pending write of a graph task, its value encoded by the graph's serializer."""
+
+    task_id: str
+    idx: int  # position in the task's writes; special channels (errors, interrupts) are < 0
+    channel: str
+    value: Encoded  # (serializer type, bytes): the journal never decodes it
+    task_path: str = ""
+
+
+class CheckpointRow(NamedTuple):
+    """One checkpoint of a graph thread (a LangGraph checkpoint), as the journal keeps it."""
+
+    thread_id: str
+    ns: str  # the checkpoint namespace: "" for the root graph, else a subgraph's
+    checkpoint_id: str  # sortable: newer checkpoints have greater ids
+    parent_id: str | None
+    checkpoint: Encoded
+    metadata: Encoded
+    created: float
+    writes: list[CheckpointWrite]  # pending writes in (task_path, task_id, idx) order
+
+
 class Subscription(Protocol):
     def close(self) -> None: ...
 
@@ -298,6 +321,63 @@ class Journal(Protocol):
 
     def reset_run(self, run_id: str, by: str) -> None: ...
 
-    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int: ...
+    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
+        """Delete finished runs older than ``older_than`` (graph threads are left alone: they
+        go with ``delete_checkpoints``)."""
+        ...
+
+    # -- graph checkpoints: a thread is the run ``langgraph:<thread_id>`` ----------------------
+
+    def put_checkpoint(
+        self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
+    ) -> None:
+        """Save a checkpoint durably. ``meta`` is its metadata as JSON data (to filter by);
+        ``status`` (running | completed | suspended | failed) is what the thread's run shows."""
+        ...
+
+    def put_checkpoint_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[CheckpointWrite],
+        *,
+        status: str | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        """Save a task's writes durably; a write already saved at the same (task, idx) stays,
+        except for special channels (negative idx), which are replaced."""
+        ...
+
+    def checkpoints(
+        self,
+        *,
+        thread_id: str | None = None,
+        ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointRow]:
+        """Checkpoints newest first with their pending writes; ``filter`` matches metadata
+        keys by equality, ``before`` keeps ids lower than it."""
+        ...
+
+    def delete_checkpoints(
+        self,
+        *,
+        thread_ids: Sequence[str] | None = None,
+        run_ids: Sequence[str] | None = None,
+        keep_latest: bool = False,
+    ) -> None:
+        """Delete the threads' checkpoints (with ``keep_latest``, all but the newest of each
+        namespace), or those whose metadata ``run_id`` is one of ``run_ids``."""
+        ...
+
+    def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of one thread to another."""
+        ...
 
     def close(self) -> None: ...

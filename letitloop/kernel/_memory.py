@@ -16,12 +16,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from letitloop.kernel import _approvals
+from letitloop.kernel import _approvals, _checkpoints
 from letitloop.kernel._codec import preview
 from letitloop.kernel._contract import (
     ApprovalInfo,
     AttemptInfo,
     CacheEntry,
+    CheckpointRow,
+    CheckpointWrite,
     Encoded,
     EventInfo,
     Proposal,
@@ -31,6 +33,7 @@ from letitloop.kernel._contract import (
 )
 from letitloop.kernel._errors import JournalError, RunLockedError
 from letitloop.kernel._records import (
+    CHECKPOINT_KINDS,
     Record,
     budget_record,
     cache_record,
@@ -62,6 +65,7 @@ class MemoryStore:
         self.cache: dict[str, CacheEntry] = {}
         self.proposals: dict[str, Proposal] = {}
         self.approvals: dict[str, ApprovalInfo] = {}
+        self.checkpoints = _checkpoints.MemoryCheckpoints()
 
 
 class _Sub:
@@ -135,7 +139,9 @@ class MemoryJournal:
         st = self.store
         events = []
         for rec in records:
-            if rec["k"] == "cache":
+            if rec["k"] in CHECKPOINT_KINDS:
+                st.checkpoints.apply(rec)
+            elif rec["k"] == "cache":
                 st.cache[rec["key"]] = CacheEntry(
                     rec["key"],
                     rec["fn"],
@@ -228,15 +234,20 @@ class MemoryJournal:
     ) -> list[RunInfo]:
         with self.store.cond:
             infos = [entry_info(e) for e in self.store.state.runs.values()]
+            infos += self.store.checkpoints.run_infos()
         infos = [i for i in infos if status in (None, i.status) and workflow in (None, i.workflow)]
         return sorted(infos, key=lambda i: i.updated, reverse=True)[:limit]
 
     def find_run(self, text: str) -> str:
-        return match_run(text, list(self.store.state.runs))
+        return match_run(text, [*self.store.state.runs, *self.store.checkpoints.threads])
 
     def get_run(self, run_id: str) -> RunDetail:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)
+            if entry is None and run_id in self.store.checkpoints.threads:
+                lg = self.store.checkpoints
+                info = next(i for i in lg.run_infos() if i.run_id == run_id)
+                return RunDetail(info, lg.attempts(info.key), None)
             if entry is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             attempts: dict[tuple[int, int], dict[str, Any]] = {}
@@ -371,6 +382,54 @@ class MemoryJournal:
                 del self.store.state.runs[run_id]
             self.store.records = [r for r in self.store.records if r["run"] not in doomed]
             return len(doomed)
+
+    def put_checkpoint(
+        self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
+    ) -> None:
+        self.append([_checkpoints.put_record(row, workflow, status, meta)])
+
+    def put_checkpoint_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[CheckpointWrite],
+        *,
+        status: str | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        rec = _checkpoints.writes_record(
+            thread_id, ns, checkpoint_id, task_id, task_path, writes, status, error
+        )
+        self.append([rec])
+
+    def checkpoints(
+        self,
+        *,
+        thread_id: str | None = None,
+        ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointRow]:
+        req = {"thread": thread_id, "ns": ns, "cid": checkpoint_id, "before": before}
+        with self.store.cond:
+            return self.store.checkpoints.query(req | {"filter": filter, "limit": limit})
+
+    def delete_checkpoints(
+        self,
+        *,
+        thread_ids: Sequence[str] | None = None,
+        run_ids: Sequence[str] | None = None,
+        keep_latest: bool = False,
+    ) -> None:
+        self.append([_checkpoints.delete_record(thread_ids, run_ids, keep_latest)])
+
+    def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.append([_checkpoints.copy_record(source_thread_id, target_thread_id)])
 
     def close(self) -> None:
         with self.store.cond:

@@ -105,4 +105,5 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "cache_list": _read_cache_list,
     "proposals": _read_proposals,
     "approvals": _read_approvals,
+    "checkpoints": lambda o, r, h: {"rows": o.store.checkpoints(r)},
 }

@@ -22,6 +22,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     rewind   steps from pos on are superseded (changed code reruns them)   run epoch pos ts
     propose  a splice proposal              id path target code reason by base old origin ts
     decide   a proposal applied, rejected or in conflict   id state by note ts
+    lgput, lgwrite, lgdel, lgcopy   graph checkpoints (LangGraph threads), see kernel._checkpoints
 """
 
 from __future__ import annotations
@@ -109,9 +110,42 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "ts": _NUM,
     },
     "decide": {"run": _STR, "id": _STR, "state": _STR, "by": _STR, "note": _OPT_STR, "ts": _NUM},
+    "lgput": {
+        "run": _STR,
+        "thread": _STR,
+        "ns": _STR,
+        "id": _STR,
+        "parent": _OPT_STR,
+        "wf": _STR,
+        "status": _STR,
+        "ctype": _STR,
+        "cp": (bytes,),
+        "mtype": _STR,
+        "meta": (bytes,),
+        "mjson": _STR,
+        "run_id": _OPT_STR,
+        "ts": _NUM,
+    },
+    "lgwrite": {
+        "run": _STR,
+        "thread": _STR,
+        "ns": _STR,
+        "id": _STR,
+        "task": _STR,
+        "path": _STR,
+        "writes": (list,),  # [idx, channel, type, bytes] each
+        "status": _OPT_STR,
+        "err": _OPT_DICT,
+        "ts": _NUM,
+    },
+    "lgdel": {"run": _STR, "threads": _OPT_LIST, "runs": _OPT_LIST, "keep": _STR, "ts": _NUM},
+    "lgcopy": {"run": _STR, "src": _STR, "dst": _STR, "ts": _NUM},
 }
 # records of the journal, not of one run
 JOURNAL_KINDS = frozenset({"cache", "uncache", "propose", "decide"})
+CHECKPOINT_KINDS = frozenset({"lgput", "lgwrite", "lgdel", "lgcopy"})
+JOURNAL_KINDS |= CHECKPOINT_KINDS  # a graph thread's records need no run lease
+THREAD_STATUSES = frozenset({"running", "completed", "suspended", "failed"})
 PROPOSAL_STATES = frozenset({"applied", "rejected", "conflict"})
 STEP_KINDS = frozenset({"step", "marker", "child", "approval", "suspend"})
 ON_TIMEOUT = frozenset({"approve", "reject", "suspend"})
@@ -155,6 +189,8 @@ def validate(rec: object) -> Record:
         _validate_ask(rec.get("ask"))
     if rec["k"] == "decide" and rec["state"] not in PROPOSAL_STATES:
         raise JournalError(f"a splice decision must be one of {sorted(PROPOSAL_STATES)}")
+    if rec["k"] in CHECKPOINT_KINDS:
+        _validate_checkpoint(rec)
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
@@ -166,6 +202,20 @@ def _validate_ask(ask: object) -> None:
         ok = ok and all(isinstance(ask.get(name), types) for name, types in _ASK.items())
     if not ok:
         raise JournalError(f"journal record 'step': malformed approval request {ask!r}")
+
+
+def _validate_checkpoint(rec: Record) -> None:
+    problem = None
+    for w in rec.get("writes") or []:
+        ok = isinstance(w, list) and len(w) == 4 and type(w[0]) is int
+        if not (ok and isinstance(w[1], str) and isinstance(w[2], str) and isinstance(w[3], bytes)):
+            problem = f"malformed write {w!r}"
+    if rec.get("status") is not None and rec["status"] not in THREAD_STATUSES:
+        problem = f"unknown thread status {rec['status']!r}"
+    if rec["k"] == "lgdel" and rec["keep"] not in ("none", "latest"):
+        problem = f"keep must be none or latest, got {rec['keep']!r}"
+    if problem:
+        raise JournalError(f"journal record {rec['k']!r}: {problem}")
 
 
 def _valid_cost(cost: object) -> bool:
@@ -190,6 +240,12 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec.get('key') or rec.get('id') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"
+    if k == "lgput":
+        return f"lgput/{rec['thread']}/{rec['ns']}/{rec['id']}/{rec['ts']}"
+    if k == "lgwrite":
+        return f"lgwrite/{rec['thread']}/{rec['ns']}/{rec['id']}/{rec['task']}/{rec['ts']}"
+    if k in ("lgdel", "lgcopy"):
+        return f"{k}/{rec['run']}/{rec['ts']}"
     if k == "done":  # a reopened run completes again in the same epoch
         return f"done/{rec['run']}/{rec['epoch']}/{rec['ts']}"
     return f"{k}/{rec['run']}/{rec['epoch']}"
@@ -197,7 +253,7 @@ def natural_key(rec: Record) -> str:
 
 def without_payload(rec: Record) -> Record:
     """The record as an event summary: everything but the (possibly large) output bytes."""
-    return {k: v for k, v in rec.items() if k not in ("out", "args")}
+    return {k: v for k, v in rec.items() if k not in ("out", "args", "cp", "meta", "writes")}
 
 
 def cache_record(

@@ -22,9 +22,10 @@ from typing import Any
 import duckdb
 
 from letitloop.kernel._approvals import COLUMNS as APPROVAL_COLS
+from letitloop.kernel._checkpoint_store import CheckpointStore
 from letitloop.kernel._codec import preview
 from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
-from letitloop.kernel._records import Record, natural_key, without_payload
+from letitloop.kernel._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -126,6 +127,7 @@ class Store:
                 fix="upgrade letitloop to the version that wrote this journal",
             )
         self.db.execute(ADDITIONS)
+        self.lg = CheckpointStore(self.db)  # graph checkpoints: their tables are added on open
         self.journal_id: str = self.meta("journal_id") or ""
         self.schema_version = SCHEMA_VERSION
         row = self.db.execute("SELECT folded_lsn FROM fold_state").fetchone()
@@ -157,6 +159,7 @@ class Store:
                     elif "pos" in rec and rec["k"] != "answer":
                         steps.append(rec)
                 self._fold_steps(steps)
+                self.lg.fold([r for _, r in part if r["k"] in CHECKPOINT_KINDS])
                 for _, rec in part:
                     if "pos" not in rec:
                         self._fold_run(rec)
@@ -257,6 +260,8 @@ class Store:
 
     def _fold_run(self, rec: Record) -> None:
         k, run_id, ts = rec["k"], rec["run"], rec["ts"]
+        if k in CHECKPOINT_KINDS:
+            return  # folded in bulk by kernel._checkpoint_store
         if k == "run":
             args = rec.get("args") or [None, None]
             self.db.execute(
@@ -479,6 +484,9 @@ class Store:
         ).fetchall()
         return [list(r) for r in rows]
 
+    def checkpoints(self, req: dict[str, Any]) -> list[list[Any]]:
+        return self.lg.query(req)
+
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT run_id FROM runs").fetchall()]
 
@@ -550,7 +558,7 @@ class Store:
             r[0]
             for r in self.db.execute(
                 "SELECT run_id FROM runs WHERE list_contains(?, status) AND updated < ? AND NOT "
-                "list_contains(?, run_id)",
+                "list_contains(?, run_id) AND workflow NOT LIKE 'langgraph:%'",
                 [list(statuses), older_than, held],
             ).fetchall()
         ]

@@ -1,0 +1,1 @@
+"""Adapters that put other frameworks' state in the letitloop journal (imported on demand)."""

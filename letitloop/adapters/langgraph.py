@@ -1,0 +1,371 @@
+"""LangGraph checkpointers on the letitloop journal: graph threads become journaled runs.
+
+    from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
+    app = workflow.compile(checkpointer=LetItLoopCheckpointSaver())
+
+Checkpoints and task writes go through the journal contract (the owner process, its group
+commit and push events), encoded by LangGraph's own serializer (``serde``, JsonPlus by default:
+never a blanket pickle). A thread is the run ``langgraph:<thread_id>`` of workflow
+``langgraph:<graph>``, so ``lil runs``, the TUI and the notebook widgets list it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from letitloop.kernel._contract import CheckpointRow, CheckpointWrite, Journal
+from letitloop.kernel._errors import ConfigError
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ConfigError(
+        f"letitloop.adapters.langgraph needs LangGraph, which is not installed ({exc})",
+        fix="pip install 'letitloop[langgraph]'",
+    ) from exc
+
+__all__ = ["AsyncLetItLoopCheckpointSaver", "LetItLoopCheckpointSaver", "thread_status"]
+PAGE = 64  # checkpoints per journal call when listing one thread
+
+
+class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer whose threads live in a letitloop journal.
+
+    ``journal`` is a journal object, a path, or None for the journal found as usual (``LIL_JOURNAL``
+    or ``.letitloop/`` upwards). ``graph`` names the workflow threads are listed under. Every
+    method is synchronous and thread-safe; the ``a*`` methods run them in a worker thread, so one
+    saver serves ``invoke`` and ``ainvoke`` alike.
+    """
+
+    def __init__(
+        self,
+        journal: Journal | str | os.PathLike[str] | None = None,
+        *,
+        graph: str = "graph",
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self._path: str | os.PathLike[str] | None = None
+        self._journal: Journal | None = None
+        if journal is None or isinstance(journal, (str, os.PathLike)):
+            self._path = journal  # opened on first use
+        else:
+            self._journal = journal
+        self.graph = graph
+
+    @property
+    def journal(self) -> Journal:
+        """The journal, opened (and its owner started) on first use."""
+        if self._journal is None:
+            from letitloop.kernel._client import open_journal
+
+            self._journal = open_journal(self._path)
+        return self._journal
+
+    def __enter__(self) -> LetItLoopCheckpointSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    async def __aenter__(self) -> LetItLoopCheckpointSaver:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        c = config["configurable"]
+        rows = self.journal.checkpoints(
+            thread_id=str(c["thread_id"]),
+            ns=c.get("checkpoint_ns", ""),
+            checkpoint_id=get_checkpoint_id(config),
+            limit=1,
+        )
+        return self._tuple(rows[0]) if rows else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        query: dict[str, Any] | None = _list_query(config, filter, before, limit)
+        while query is not None:
+            items, query = self._page(query)
+            yield from items
+
+    def _page(
+        self, query: dict[str, Any]
+    ) -> tuple[Sequence[CheckpointTuple], dict[str, Any] | None]:
+        """One page of a listing, and the query for the next page (None after the last).
+
+        A listing of one thread and namespace is read ``PAGE`` checkpoints at a time (ids are
+        unique there, so the last id is the cursor); other listings come in one answer.
+        """
+        limit = query["limit"]
+        pageable = query["thread_id"] is not None and query["ns"] is not None
+        size = (PAGE if limit is None else min(limit, PAGE)) if pageable else limit
+        rows = self.journal.checkpoints(**(query | {"limit": size}))
+        following = None
+        if pageable and rows and len(rows) == size and (limit is None or limit > size):
+            following = query | {
+                "before": rows[-1].checkpoint_id,
+                "limit": None if limit is None else limit - len(rows),
+            }
+        return [self._tuple(r) for r in rows], following
+
+    def _tuple(self, row: CheckpointRow) -> CheckpointTuple:
+        def conf(checkpoint_id: str) -> RunnableConfig:
+            return {
+                "configurable": {
+                    "thread_id": row.thread_id,
+                    "checkpoint_ns": row.ns,
+                    "checkpoint_id": checkpoint_id,
+                }
+            }
+
+        loads = self.serde.loads_typed
+        return CheckpointTuple(
+            config=conf(row.checkpoint_id),
+            checkpoint=loads(row.checkpoint),
+            metadata=loads(row.metadata),
+            parent_config=conf(row.parent_id) if row.parent_id else None,
+            pending_writes=[(w.task_id, w.channel, loads(w.value)) for w in row.writes],
+        )
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        c = config["configurable"]
+        thread_id, ns = str(c["thread_id"]), c.get("checkpoint_ns", "")
+        meta = get_checkpoint_metadata(config, metadata)
+        meta.pop("writes", None)  # type: ignore[typeddict-item]
+        row = CheckpointRow(
+            thread_id,
+            ns,
+            checkpoint["id"],
+            c.get("checkpoint_id"),
+            self.serde.dumps_typed(checkpoint),
+            self.serde.dumps_typed(meta),
+            time.time(),
+            [],
+        )
+        self.journal.put_checkpoint(
+            row,
+            workflow=f"langgraph:{self.graph}",
+            status=thread_status(checkpoint),
+            meta=dict(meta),
+        )
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": row.checkpoint_id,
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        c = config["configurable"]
+        encoded = [
+            CheckpointWrite(
+                task_id, WRITES_IDX_MAP.get(ch, i), ch, self.serde.dumps_typed(v), task_path
+            )
+            for i, (ch, v) in enumerate(writes)
+        ]
+        status, error = None, None
+        for ch, value in writes:
+            if ch == INTERRUPT:
+                status = "suspended"
+            elif ch == ERROR:
+                status = "failed"
+                error = {"type": _type_name(value), "message": str(value)[:2000]}
+            elif ch == RESUME and status is None:
+                status = "running"
+        self.journal.put_checkpoint_writes(
+            str(c["thread_id"]),
+            c.get("checkpoint_ns", ""),
+            c["checkpoint_id"],
+            task_id,
+            task_path,
+            encoded,
+            status=status,
+            error=error,
+        )
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.journal.delete_checkpoints(thread_ids=[str(thread_id)])
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            self.journal.delete_checkpoints(run_ids=[str(r) for r in run_ids])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.journal.copy_checkpoints(str(source_thread_id), str(target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy not in ("keep_latest", "delete"):
+            raise ConfigError(
+                f"unknown prune strategy {strategy!r}", fix='use "keep_latest" or "delete"'
+            )
+        if thread_ids:
+            self.journal.delete_checkpoints(
+                thread_ids=[str(t) for t in thread_ids], keep_latest=strategy == "keep_latest"
+            )
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions as zero-padded strings, sortable as text (as LangGraph's own savers do)."""
+        if current is None:
+            n = 0
+        elif isinstance(current, int):
+            n = current
+        else:
+            n = int(current.split(".")[0])
+        return f"{n + 1:032}.{random.random():016}"
+
+    # -- async: the same operations in a worker thread, never blocking the event loop ---------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        query: dict[str, Any] | None = _list_query(config, filter, before, limit)
+        while query is not None:  # each page is read and decoded in a worker thread
+            items, query = await asyncio.to_thread(self._page, query)
+            for item in items:
+                yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+class AsyncLetItLoopCheckpointSaver(LetItLoopCheckpointSaver):
+    """The saver for ``ainvoke``/``astream``, named like LangGraph's ``Async*Saver`` classes.
+
+    ``LetItLoopCheckpointSaver`` already serves both worlds (its async methods hand journal
+    calls to a worker thread); this subclass exists so code reads as it does with other savers.
+    """
+
+
+def thread_status(checkpoint: Checkpoint) -> str:
+    """``running`` if the checkpoint leaves nodes to run, else ``completed``.
+
+    Nodes run next when the step updated a channel that triggers them (``branch:to:<node>``,
+    ``__start__`` for the input, ``__pregel_tasks`` for Send packets). Checkpoints without
+    ``updated_channels`` (older formats) compare versions with what each node has seen.
+    """
+    updated = checkpoint.get("updated_channels")
+    if updated is not None:
+        return "running" if any(_triggers(ch) for ch in updated) else "completed"
+    seen = checkpoint.get("versions_seen") or {}
+    for channel, version in (checkpoint.get("channel_versions") or {}).items():
+        node = _triggers(channel)
+        last = seen.get(node, {}).get(channel) if node else version
+        if last is None or _newer(version, last):
+            return "running"
+    return "completed"
+
+
+def _triggers(channel: str) -> str | None:
+    """The node a channel triggers, if it is a trigger channel."""
+    if channel.startswith("branch:to:"):
+        return channel[len("branch:to:") :]
+    return channel if channel in ("__start__", "__pregel_tasks") else None
+
+
+def _newer(a: object, b: object) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a > b
+    return str(a) > str(b)
+
+
+def _list_query(
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    """``Journal.checkpoints`` arguments for a ``list`` call."""
+    c = config["configurable"] if config else {}
+    return {
+        "thread_id": str(c["thread_id"]) if c.get("thread_id") is not None else None,
+        "ns": c.get("checkpoint_ns"),
+        "checkpoint_id": c.get("checkpoint_id"),
+        "before": get_checkpoint_id(before) if before else None,
+        "filter": filter or None,
+        "limit": limit,
+    }
+
+
+def _type_name(value: object) -> str:
+    return f"{type(value).__module__}.{type(value).__qualname__}"
