@@ -45,6 +45,11 @@ COMMANDS = {
         "List, inspect, resume, retry, budget, reset and gc runs.",
     ),
     "splice": ("letitloop.cli._splice", "splice", "Replace, insert or delete one def or class."),
+    "tui": (
+        "letitloop.cli._tui",
+        "tui",
+        "Open the terminal dashboard (runs, approvals, effects, splices).",
+    ),
     "watch": (
         "letitloop.cli._watch",
         "watch_cmd",

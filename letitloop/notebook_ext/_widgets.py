@@ -31,6 +31,7 @@ def _on_kernel() -> Callable[[Callable[[], None]], None]:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return lambda fn: None
+
     def schedule(fn: Callable[[], None]) -> None:
         loop.call_soon_threadsafe(fn)
 

@@ -1,0 +1,216 @@
+"""The ``lil-tui`` application: modes for runs, approvals, effects and splices, key bindings, the
+command palette, the live feed of journal events, and recovery when the journal goes away.
+
+Every screen reads through one ``Model`` and receives ``JournalChanged`` messages made from the
+owner's pushed events. When a journal call fails (the owner died and cannot be restarted, the
+versions differ...) the error is shown in the title bar and a notification, and the app checks
+once a second until the journal answers again, then reloads every screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.timer import Timer
+
+from letitloop.tui import _actions
+from letitloop.tui._approvals import ApprovalsScreen
+from letitloop.tui._detail import DetailScreen
+from letitloop.tui._effects import EffectsScreen
+from letitloop.tui._model import Clock, JournalChanged, JournalProblem, Model
+from letitloop.tui._runs import RunsScreen
+from letitloop.tui._splices import SplicesScreen
+from letitloop.tui._widgets import JournalScreen
+
+SCREENS = {
+    "runs": ("Runs", "Every run, live"),
+    "approvals": ("Approvals", "Pending approvals across runs"),
+    "effects": ("Effects in doubt", "Side effects that started and never recorded their end"),
+    "splices": ("Splices", "Code changes agents proposed"),
+}
+
+
+class LilApp(App[None]):
+    """The terminal dashboard of one journal."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "letitloop"
+    MODES: ClassVar[dict[str, Any]] = {
+        "runs": RunsScreen,
+        "approvals": ApprovalsScreen,
+        "effects": EffectsScreen,
+        "splices": SplicesScreen,
+    }
+    DEFAULT_MODE = "runs"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "switch_mode('runs')", "Runs"),
+        Binding("2", "switch_mode('approvals')", "Approvals"),
+        Binding("3", "switch_mode('effects')", "Effects"),
+        Binding("4", "switch_mode('splices')", "Splices"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        journal_path: Path | str | None = None,
+        *,
+        model: Model | None = None,
+        clock: Clock | None = None,
+        live: bool = True,
+    ) -> None:
+        super().__init__()
+        self.model = model or Model(journal_path, clock=clock)
+        self.live = live
+        self.listeners: set[JournalScreen] = set()
+        self.resumes: list[_actions.Resume] = []
+        self.problem: str | None = None
+        self._probe_timer: Timer | None = None
+        if live:
+            self.model.prefetch_runs()
+
+    def on_mount(self) -> None:
+        if self.live:
+            self._subscribe()
+
+    def on_unmount(self) -> None:
+        self.model.close()
+
+    def ui(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``fn`` on the UI thread, from a worker thread; a no-op once the app is closing,
+        and a screen that was closed meanwhile is left alone."""
+        if not self.is_running:
+            return
+        try:
+            self.call_from_thread(self._guarded, fn, args, kwargs)
+        except RuntimeError:  # the event loop stopped between the check and the call
+            pass
+
+    @staticmethod
+    def _guarded(fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except NoMatches:  # its screen was closed while the worker ran
+            pass
+
+    # the live feed ----------------------------------------------------------------------------
+
+    @work(thread=True, group="feed")
+    def _subscribe(self) -> None:
+
+        try:
+            self.model.subscribe(lambda events: self.post_message(JournalChanged(events)))
+        except Exception as exc:  # shown, never fatal: see LilApp.journal_problem
+            self.post_message(JournalProblem(exc))
+
+    def on_journal_changed(self, message: JournalChanged) -> None:
+        for screen in list(self.listeners):
+            screen.journal_changed(message)
+
+    def on_journal_problem(self, message: JournalProblem) -> None:
+        self.journal_problem(message.error)
+
+    # journal problems and recovery ------------------------------------------------------------
+
+    def journal_problem(self, error: BaseException) -> None:
+        """Show what went wrong; for a journal error, probe the journal until it answers again.
+        Any other error (a bug) is only shown: the dashboard keeps running."""
+        from letitloop.kernel._errors import LetItLoopError
+
+        if not isinstance(error, (LetItLoopError, OSError)):
+            self.notify(str(error), title=type(error).__name__, severity="error")
+            return
+        message = getattr(error, "message", None) or str(error)
+        fix = getattr(error, "fix", None)
+        title = getattr(error, "title", "journal problem")
+        first = self.problem is None
+        self.problem = message
+        self.sub_title = f"⚠ {title}: {message.splitlines()[0][:120]}"
+        if first:
+            self.notify(message + (f"\nfix: {fix}" if fix else ""), title=title, severity="error")
+        if self._probe_timer is None:
+            self._probe_timer = self.set_interval(1.0, self._probe)
+
+    def _probe(self) -> None:
+        self._check_journal()
+
+    @work(thread=True, exclusive=True, group="probe")
+    def _check_journal(self) -> None:
+
+        try:
+            self.model.check()
+        except Exception:  # still down
+            return
+        self.ui(self._recovered)
+
+    def _recovered(self) -> None:
+        if self._probe_timer is not None:
+            self._probe_timer.stop()
+            self._probe_timer = None
+        if self.problem is not None:
+            self.problem = None
+            self.sub_title = ""
+            self.notify("the journal answers again", title="journal back")
+        if self.live and self.model.subscription is None:
+            self._subscribe()
+        for screen in list(self.listeners):
+            if screen.is_current:
+                screen.reload()
+            else:
+                screen._stale = True
+
+    # navigation and actions -------------------------------------------------------------------
+
+    def open_run(self, run_id: str) -> None:
+        top = self.screen
+        if isinstance(top, DetailScreen) and top.run_id == run_id:
+            return
+        self.push_screen(DetailScreen(run_id))
+
+    def start_resume(self, run_id: str) -> None:
+        """Resume a run in a background process and follow it on its detail screen."""
+        self.open_run(run_id)
+        self._resume(run_id)
+
+    @work(thread=True, group="resume")
+    def _resume(self, run_id: str) -> None:
+        try:
+            resume = _actions.start_resume(self.model.location, run_id)
+        except Exception as exc:  # no journal, or the interpreter cannot be started
+            self.ui(self.journal_problem, exc)
+            return
+        self.resumes.append(resume)
+        self.ui(self.notify, f"resuming {run_id} in the background", title="resume")
+        code = resume.wait()
+        if code == 0:
+            self.ui(self.notify, f"resume of {run_id} finished", title="resume")
+        else:
+            tail = resume.tail() or f"exit code {code}"
+            self.ui(self.notify, tail, title=f"resume of {run_id} stopped", severity="error")
+
+    def action_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for mode, (title, help_text) in SCREENS.items():
+            yield SystemCommand(f"Go to {title}", help_text, lambda m=mode: self.switch_mode(m))
+        if isinstance(screen, JournalScreen):
+            yield SystemCommand("Reload", "Read this screen again from the journal", screen.reload)
+
+
+def run_app(journal: str | None = None) -> None:
+    """Open the dashboard on ``journal`` (found like ``lil`` does when None)."""
+    from letitloop.kernel._config import find_journal
+
+    LilApp(find_journal(journal)).run()

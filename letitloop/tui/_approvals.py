@@ -1,0 +1,186 @@
+"""The approvals inbox: pending ``approval()`` requests across runs, with their payload.
+
+``a`` approves, ``r`` rejects (each asks for an optional comment), ``e`` edits the payload as JSON
+and approves it, for requests that declared a schema. The first decision wins: a request decided
+elsewhere meanwhile shows an error here and leaves the inbox. A run that waits in its process
+(``wait=True``) continues by itself; a suspended one continues when resumed (``R``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
+
+from letitloop.tui import _actions
+from letitloop.tui._model import ApprovalRow, truncate
+from letitloop.tui._widgets import JournalScreen, PayloadScreen, PromptScreen
+
+APPROVAL_COLUMNS = (
+    ("name", "approval"),
+    ("run", "run id"),
+    ("created", "asked"),
+    ("deadline", "deadline"),
+    ("edit", "editable"),
+)
+
+
+def payload_text(payload: Any) -> str:
+    try:
+        return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(payload)
+
+
+def check_payload(text: str, schema: dict[str, Any] | None) -> Any:
+    """Parse an edited payload and check the parts of its schema that matter most (type, required
+    keys, property types); the journal checks it fully when the decision is recorded."""
+    value = json.loads(text)
+    if not schema:
+        return value
+    types = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool}
+    types["number"] = (int, float)  # type: ignore[assignment]
+    want = schema.get("type")
+    if isinstance(want, str) and want in types and not isinstance(value, types[want]):
+        raise ValueError(f"the payload must be a JSON {want}")
+    if isinstance(value, dict):
+        missing = [k for k in schema.get("required", []) if k not in value]
+        if missing:
+            raise ValueError(f"missing required field(s): {', '.join(missing)}")
+        for key, sub in (schema.get("properties") or {}).items():
+            kind = sub.get("type") if isinstance(sub, dict) else None
+            bad = isinstance(kind, str) and kind in types and key in value
+            if bad and not isinstance(value[key], types[kind]):  # type: ignore[index]
+                raise ValueError(f"field {key!r} must be a JSON {kind}")
+    return value
+
+
+class ApprovalsScreen(JournalScreen):
+    """Every pending approval, oldest first."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "decide(True)", "Approve"),
+        Binding("r", "decide(False)", "Reject"),
+        Binding("e", "edit", "Edit payload"),
+        Binding("R", "resume", "Resume run"),
+        Binding("enter", "open", "Open run"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[ApprovalRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="approvals-main"):
+            table: DataTable[Any] = DataTable(id="approvals", cursor_type="row", zebra_stripes=True)
+            for key, label in APPROVAL_COLUMNS:
+                table.add_column(label, key=key)
+            yield table
+            with VerticalScroll(id="payload-pane"):
+                yield Static("", id="payload")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "approvals"
+        self.query_one("#approvals", DataTable).focus()
+        super().on_mount()
+
+    def fetch(self) -> list[ApprovalRow]:
+        return self.model.approval_rows()
+
+    def show(self, data: list[ApprovalRow]) -> None:
+        self.rows = data
+        table = self.query_one("#approvals", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for r in data:
+            table.add_row(
+                r.name,
+                r.run_id,
+                r.created,
+                r.deadline,
+                "yes" if r.editable else "no",
+                key=r.id,
+            )
+        if 0 <= cursor < table.row_count:
+            table.move_cursor(row=cursor, animate=False)
+        self.show_payload()
+
+    def selected(self) -> ApprovalRow | None:
+        table = self.query_one("#approvals", DataTable)
+        if not self.rows or not 0 <= table.cursor_row < len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_payload()
+
+    def show_payload(self) -> None:
+        pane = self.query_one("#payload", Static)
+        r = self.selected()
+        if r is None:
+            pane.update(Text("No approval is pending.", "dim"))
+            return
+        parts: list[Any] = [
+            Text(f"{r.name}  ({r.id})", "bold"),
+            Text(f"run {r.run_id}"),
+            Text("\npayload", "bold"),
+            Syntax(truncate(payload_text(r.payload)), "json", word_wrap=True),
+        ]
+        if r.schema:
+            parts += [Text("\nschema (press e to edit)", "bold")]
+            parts.append(Syntax(truncate(payload_text(r.schema), 1500), "json", word_wrap=True))
+        pane.update(Group(*parts))
+
+    def action_decide(self, approved: bool) -> None:
+        r = self.selected()
+        if r is None:
+            return
+
+        def done(comment: str | None) -> None:
+            if comment is not None:
+                self.run_write(_actions.decide_approval, r.id, approved, _actions.who(), comment)
+
+        verb = "Approve" if approved else "Reject"
+        title = f"{verb} {r.name} of {r.run_id}? Comment (optional), Enter to confirm:"
+        self.app.push_screen(PromptScreen(title), done)
+
+    def action_edit(self) -> None:
+        r = self.selected()
+        if r is None:
+            return
+        if not r.editable:
+            text = f"{r.name} declared no schema: its payload cannot be edited"
+            self.notify(text, severity="warning")
+            return
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                payload = check_payload(text, r.schema)
+                self.run_write(_actions.decide_approval, r.id, True, _actions.who(), None, payload)
+
+        check = lambda text: check_payload(text, r.schema)  # noqa: E731
+        self.app.push_screen(
+            PayloadScreen(f"Edit the payload of {r.name}", payload_text(r.payload), check), done
+        )
+
+    def action_resume(self) -> None:
+        r = self.selected()
+        if r is not None:
+            self.lil.start_resume(r.run_id)
+
+    def action_open(self) -> None:
+        r = self.selected()
+        if r is not None:
+            self.lil.open_run(r.run_id)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()

@@ -1,0 +1,256 @@
+"""The run-detail screen: one run's steps as a timeline, the selected step's attempts with their
+errors, tracebacks and output, the run's events, a chart of step durations and a cost meter.
+
+It follows the run live: events of this run are appended to the log as they arrive and the rest
+reloads (coalesced). The run actions of the runs screen work here too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Label, RichLog, Sparkline, Static
+
+from letitloop.tui._model import (
+    DetailView,
+    JournalChanged,
+    RunRow,
+    error_line,
+    truncate,
+    usd,
+)
+from letitloop.tui._runs import RUN_BINDINGS, RunActions
+from letitloop.tui._widgets import JournalScreen, status_text
+
+# Fixed widths: a table refilled while it is laid out would otherwise size its columns
+# differently from one time to the next.
+STEP_COLUMNS = (
+    ("pos", "#", 4),
+    ("name", "step", 26),
+    ("status", "status", 16),
+    ("attempts", "tries", 5),
+    ("duration", "duration", 9),
+    ("cost", "cost", 10),
+)
+
+
+class DetailScreen(RunActions, JournalScreen):
+    """Everything about one run."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        *RUN_BINDINGS,
+        Binding("a", "approve", "Approve", show=False),
+    ]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.view: DetailView | None = None
+        self.selected_position: int | None = None
+        self._shown_steps: list[Any] = []
+        self._shown_events = 0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="summary")
+        with Horizontal(id="detail-main"):
+            table: DataTable[Any] = DataTable(id="steps", cursor_type="row", zebra_stripes=True)
+            for key, label, width in STEP_COLUMNS:
+                table.add_column(label, key=key, width=width)
+            yield table
+            with VerticalScroll(id="attempt-pane"):
+                yield Static("", id="attempt")
+        with Horizontal(id="detail-bottom"):
+            with Vertical(id="chart-box"):
+                yield Label("step durations", classes="caption")
+                yield Sparkline([], id="durations")
+                yield Static("", id="cost-meter")
+            yield RichLog(id="events", max_lines=2000, wrap=False, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.run_id
+        self.query_one("#steps", DataTable).focus()
+        super().on_mount()
+
+    # data -------------------------------------------------------------------------------------
+
+    def fetch(self) -> DetailView:
+        return self.model.detail(self.run_id)
+
+    def show(self, data: DetailView) -> None:
+        first = self.view is None
+        self.view = data
+        run = data.run
+        row = self.model.run_row(run, total=data.total)
+        summary = Text.assemble(
+            (f"{run.workflow}  ", "bold"),
+            (run.run_id, ""),
+            "   ",
+            status_text(run.status),
+            f"   steps {row.steps}   epoch {run.epoch}   try {run.attempt}",
+            f"   started {row.started}   duration {row.duration}",
+        )
+        if run.error:
+            summary.append(f"\n{error_line(run.error)}", style="red")
+        if data.dead_letter:
+            summary.append("\ndead-lettered: press t to retry the step, then R to resume", "yellow")
+        if data.pending_approvals:
+            names = ", ".join(a.name for a in data.pending_approvals)
+            summary.append(f"\nwaiting for approval: {names} (press a)", "bold magenta")
+        self.query_one("#summary", Static).update(summary)
+        self.fill_steps(data)
+        self.query_one("#durations", Sparkline).data = [s.seconds for s in data.steps] or [0.0]
+        self.query_one("#cost-meter", Static).update(self.cost_meter(data))
+        if len(data.events) != self._shown_events:
+            self._shown_events = len(data.events)
+            log = self.query_one("#events", RichLog)
+            log.clear()
+            for e in data.events:
+                log.write(self.event_line(e))
+        if first and data.steps:
+            self.selected_position = data.steps[-1].position
+            table = self.query_one("#steps", DataTable)
+            table.move_cursor(row=table.row_count - 1, animate=False)
+        self.show_attempts()
+
+    def fill_steps(self, data: DetailView) -> None:
+        table = self.query_one("#steps", DataTable)
+        if data.steps == self._shown_steps:
+            return
+        self._shown_steps = data.steps
+        cursor = table.cursor_row
+        table.clear()
+        for s in data.steps:
+            table.add_row(
+                str(s.position),
+                s.name if s.kind == "step" else f"{s.name} ({s.kind})",
+                status_text(s.status),
+                str(s.attempts),
+                s.duration,
+                s.cost,
+                key=str(s.position),
+            )
+        if 0 <= cursor < table.row_count:
+            table.move_cursor(row=cursor, animate=False)
+
+    def cost_meter(self, data: DetailView) -> Text:
+        spent = data.run.cost_micros
+        text = Text(f"cost {usd(spent)}", style="bold")
+        if data.run.tokens:
+            text.append(f"  {data.run.tokens} tokens")
+        if data.budget_micros:
+            share = min(1.0, spent / data.budget_micros)
+            filled = round(share * 20)
+            style = "red" if share >= 0.9 else "yellow" if share >= 0.6 else "green"
+            text.append(f"\nbudget {usd(data.budget_micros)} ")
+            text.append("█" * filled, style=style)
+            text.append("░" * (20 - filled), style="dim")
+            text.append(f" {share:.0%}")
+        elif data.run.saved_micros:
+            text.append(f"\ncache saved {usd(data.run.saved_micros)}")
+        return text
+
+    def event_line(self, e: Any) -> Text:
+        where = f" #{e.position} {e.name}" if e.position is not None else ""
+        extra = ""
+        if e.kind in ("err", "fail"):
+            extra = "  " + error_line(e.data.get("err"))
+        elif e.kind in ("resolve", "reset", "budget"):
+            extra = f"  by {e.data.get('by', '?')}"
+        stamp = self.model.clock.stamp(e.ts)
+        style = "red" if e.kind in ("err", "fail") else "green" if e.kind in ("ok", "done") else ""
+        return Text.assemble((stamp, "dim"), f" {e.kind:<8}", (where, style), (extra, "red"))
+
+    # the selected step ------------------------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.selected_position = int(event.row_key.value)
+            self.show_attempts()
+
+    def show_attempts(self) -> None:
+        pane = self.query_one("#attempt", Static)
+        if self.view is None or self.selected_position not in self.view.attempts:
+            result = self.view.result if self.view else None
+            pane.update(Syntax(result, "json") if result else Text("no steps yet", "dim"))
+            return
+        parts: list[RenderableType] = []
+        tries = sorted(self.view.attempts[self.selected_position], key=lambda a: a.attempt)
+        last = tries[-1]
+        parts.append(Text(f"{last.kind} {last.name} at position {last.position}", "bold"))
+        for a in tries:
+            head = Text(f"attempt {a.attempt}: ")
+            head.append_text(status_text(a.status))
+            head.append(f"  {self.model.clock.span(a.started, a.ended)}")
+            if a.cost_micros:
+                head.append(f"  {usd(a.cost_micros)}")
+            if a.model:
+                head.append(f"  {a.model} {a.tokens_in}+{a.tokens_out} tokens")
+            if a.cache:
+                head.append(f"  cache {a.cache}")
+            if a.resolution:
+                head.append(f"  resolved {a.resolution} by {a.resolved_by}")
+            parts.append(head)
+            if a.error:
+                parts.append(Text(f"  {error_line(a.error)}", "red"))
+                trace = a.error.get("traceback")
+                if trace and a is last:
+                    parts.append(Syntax(str(trace).rstrip(), "pytb", word_wrap=True))
+        parts.append(Text("\noutput", "bold"))
+        parts.append(self.output(last))
+        if self.view.result is not None:
+            parts.append(Text("\nrun result", "bold"))
+            parts.append(Syntax(truncate(self.view.result), "json"))
+        pane.update(Group(*parts))
+
+    @staticmethod
+    def output(a: Any) -> RenderableType:
+        if a.preview is None:
+            return Text("(none)", "dim")
+        if a.codec == "json":
+            try:
+                value = json.loads(a.preview)
+            except ValueError:  # a preview the journal already cut
+                return Syntax(truncate(a.preview), "json", word_wrap=True)
+            if isinstance(value, str):  # text (often an LLM's markdown): highlighted as such
+                if "\n" not in value:
+                    return Text(truncate(value))
+                return Syntax(truncate(value), "markdown", word_wrap=True)
+            return Syntax(truncate(a.preview), "json", word_wrap=True)
+        return Text(truncate(a.preview))
+
+    # actions ----------------------------------------------------------------------------------
+
+    def selected_run(self) -> RunRow | None:
+        if self.view is None:
+            return None
+        return self.model.run_row(self.view.run, total=self.view.total)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_approve(self) -> None:
+        if self.view is not None and self.view.pending_approvals:
+            self.lil.switch_mode("approvals")
+
+    def wants(self, message: JournalChanged) -> bool:
+        return self.run_id in message.run_ids
+
+    def journal_changed(self, message: JournalChanged) -> None:
+        if not self.wants(message):
+            return
+        if self.is_current:
+            log = self.query_one("#events", RichLog)
+            for e in message.events:
+                if e.run_id == self.run_id:
+                    log.write(self.event_line(e))
+        super().journal_changed(message)

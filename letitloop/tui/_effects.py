@@ -1,0 +1,122 @@
+"""The effects-in-doubt screen: ``atomic_marker`` blocks that started and never recorded their end.
+
+For each one a person says whether the side effect happened (``d``: done, it will not run again)
+or not (``r``: redo, it runs again when the run resumes). Resolving is journaled with who did it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Footer, Header, Static
+
+from letitloop.tui import _actions
+from letitloop.tui._model import EffectRow, JournalChanged
+from letitloop.tui._widgets import JournalScreen
+
+EFFECT_COLUMNS = (
+    ("run", "run id"),
+    ("run_status", "run status"),
+    ("pos", "#"),
+    ("marker", "marker"),
+    ("attempt", "try"),
+    ("started", "started"),
+    ("why", "why in doubt"),
+)
+# Events that can change what is in doubt. A process that dies inside a block leaves no event
+# (the owner only notices the closed connection), so the screen also reads again when shown.
+# The runs screen posts "interrupted" when a full read finds a run whose process died.
+_KINDS = {"run", "fail", "resolve", "reset", "done", "interrupted"}
+
+
+class EffectsScreen(JournalScreen):
+    """Side effects in doubt across all runs."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "resolve('done')", "Done (it happened)"),
+        Binding("r", "resolve('redo')", "Redo (run it again)"),
+        Binding("enter", "open", "Open run"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[EffectRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Looking for side effects in doubt…", id="effects-help")
+        table: DataTable[Any] = DataTable(id="effects", cursor_type="row", zebra_stripes=True)
+        for key, label in EFFECT_COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "effects in doubt"
+        self.query_one("#effects", DataTable).focus()
+        super().on_mount()
+
+    def fetch(self) -> list[EffectRow]:
+        return self.model.effects()
+
+    def show(self, data: list[EffectRow]) -> None:
+        self.rows = data
+        table = self.query_one("#effects", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for r in data:
+            table.add_row(
+                r.run_id,
+                r.run_status,
+                str(r.position),
+                r.marker,
+                str(r.attempt),
+                r.started,
+                Text(r.why, "yellow"),
+                key=f"{r.run_id}#{r.position}",
+            )
+        if 0 <= cursor < table.row_count:
+            table.move_cursor(row=cursor, animate=False)
+        help_text = (
+            "No side effect is in doubt."
+            if not data
+            else f"{len(data)} side effect(s) in doubt. Check the outside world, then press d if "
+            "it happened or r to run it again on resume."
+        )
+        self.query_one("#effects-help", Static).update(help_text)
+
+    reload_delay = 1.0  # a scan reads every unfinished run's events
+
+    def wants(self, message: JournalChanged) -> bool:
+        return any(
+            e.kind in _KINDS or (e.kind == "err" and e.data.get("kind") == "marker")
+            for e in message.events
+        )
+
+    def on_screen_resume(self) -> None:
+        if self.loaded:  # shown again: a process may have died inside a block meanwhile
+            self.reload()
+
+    def selected(self) -> EffectRow | None:
+        table = self.query_one("#effects", DataTable)
+        if not self.rows or not 0 <= table.cursor_row < len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    def action_resolve(self, resolution: str) -> None:
+        row = self.selected()
+        if row is not None:
+            self.run_write(
+                _actions.resolve_effect, row.run_id, row.position, resolution, _actions.who()
+            )
+
+    def action_open(self) -> None:
+        row = self.selected()
+        if row is not None:
+            self.lil.open_run(row.run_id)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()

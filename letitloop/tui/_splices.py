@@ -1,0 +1,157 @@
+"""The splices screen: code changes agents proposed, with a highlighted diff, to apply or reject.
+
+Applying goes through ``letitloop.splice`` (the target must be unchanged since the proposal, or
+the proposal is journaled as a conflict and both versions are shown). Rejecting keeps a comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
+
+from letitloop.kernel._contract import Proposal
+from letitloop.tui import _actions
+from letitloop.tui._model import JournalChanged
+from letitloop.tui._widgets import JournalScreen, PromptScreen, status_text
+
+SPLICE_COLUMNS = (
+    ("id", "id"),
+    ("state", "state"),
+    ("target", "target"),
+    ("file", "file"),
+    ("by", "proposed by"),
+    ("created", "when"),
+)
+
+
+def unified_diff(old: str, new: str, name: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"{name} (current)",
+        tofile=f"{name} (proposed)",
+    )
+    return "".join(lines) or "(no change)"
+
+
+def shown_path(path: str) -> str:
+    """A path relative to the current directory when it is inside it."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+class SplicesScreen(JournalScreen):
+    """Pending splice proposals (and those found in conflict)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "apply", "Apply"),
+        Binding("r", "reject", "Reject"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proposals: list[Proposal] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="splices-main"):
+            table: DataTable[Any] = DataTable(id="splices", cursor_type="row", zebra_stripes=True)
+            for key, label in SPLICE_COLUMNS:
+                table.add_column(label, key=key)
+            yield table
+            with VerticalScroll(id="diff-pane"):
+                yield Static("", id="diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "splice proposals"
+        self.query_one("#splices", DataTable).focus()
+        super().on_mount()
+
+    def fetch(self) -> list[Proposal]:
+        return self.model.proposals()
+
+    def show(self, data: list[Proposal]) -> None:
+        self.proposals = data
+        table = self.query_one("#splices", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for p in data:
+            table.add_row(
+                p.id,
+                status_text(p.state),
+                p.target,
+                shown_path(p.path),
+                p.by.split("@", 1)[0],
+                self.model.clock.stamp(p.created),
+                key=p.id,
+            )
+        if 0 <= cursor < table.row_count:
+            table.move_cursor(row=cursor, animate=False)
+        self.show_diff()
+
+    def wants(self, message: JournalChanged) -> bool:
+        return any(e.kind in ("propose", "decide") for e in message.events) or not message.run_ids
+
+    def selected(self) -> Proposal | None:
+        table = self.query_one("#splices", DataTable)
+        if not self.proposals or not 0 <= table.cursor_row < len(self.proposals):
+            return None
+        return self.proposals[table.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_diff()
+
+    def show_diff(self) -> None:
+        pane = self.query_one("#diff", Static)
+        p = self.selected()
+        if p is None:
+            pane.update(Text("No splice proposal is waiting.", "dim"))
+            return
+        parts: list[Any] = [
+            Text(f"{p.target} in {shown_path(p.path)}", "bold"),
+            Text(f"reason: {p.reason or '(none given)'}"),
+        ]
+        if p.origin:
+            parts.append(Text(f"proposed by run {p.origin}"))
+        if p.state == "conflict":
+            parts.append(
+                Text(
+                    "CONFLICT: the target changed since it was proposed; nothing was written. "
+                    "Its current source is compared with the proposal below.",
+                    "bold red",
+                )
+            )
+            diff = unified_diff(p.note or "", p.code, p.target)
+        else:
+            diff = unified_diff(p.old, p.code, p.target)
+        parts.append(Syntax(diff, "diff", word_wrap=True))
+        pane.update(Group(*parts))
+
+    def action_apply(self) -> None:
+        p = self.selected()
+        if p is not None:
+            self.run_write(_actions.apply_splice, p.id, _actions.who())
+
+    def action_reject(self) -> None:
+        p = self.selected()
+        if p is None:
+            return
+
+        def done(comment: str | None) -> None:
+            if comment is not None:
+                self.run_write(_actions.reject_splice, p.id, _actions.who(), comment)
+
+        self.app.push_screen(PromptScreen(f"Reject {p.id} ({p.target})? Comment:"), done)

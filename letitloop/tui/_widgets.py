@@ -1,0 +1,237 @@
+"""What every screen of the dashboard shares: loading through workers, live updates, dialogs.
+
+``JournalScreen`` is the base of each screen: it fetches its view model on a worker thread (a
+journal call may wait for an owner to start), shows it on the UI thread, and reloads when the
+owner pushes events that concern it (at most every ``RELOAD_DELAY`` seconds, and only while it
+is the visible screen; a hidden one reloads when shown again). ``run_write`` does the same for a
+write and shows its outcome. The dialogs ask for a confirmation, a line of text or an edited
+payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+from letitloop.tui._model import STATUS_STYLE, JournalChanged, Model
+
+if TYPE_CHECKING:
+    from letitloop.tui._app import LilApp
+
+RELOAD_DELAY = 0.1
+_FAILED = object()
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status.split(" ")[0], ""))
+
+
+class JournalScreen(Screen[None]):
+    """A screen whose content comes from the journal and follows it live."""
+
+    reload_delay = RELOAD_DELAY
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stale = False
+        self._reload_pending = False
+        self._loading = False
+        self._again = False
+        self.loaded = 0  # how many times data was shown (tests wait on it)
+
+    @property
+    def lil(self) -> LilApp:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def model(self) -> Model:
+        return self.lil.model
+
+    # loading ----------------------------------------------------------------------------------
+
+    def fetch(self) -> Any:
+        """Read the view model (on a worker thread)."""
+        raise NotImplementedError
+
+    def show(self, data: Any) -> None:
+        """Put the view model on screen (on the UI thread)."""
+        raise NotImplementedError
+
+    def on_mount(self) -> None:
+        self.lil.listeners.add(self)
+        self.reload()
+
+    def on_unmount(self) -> None:
+        self.lil.listeners.discard(self)
+
+    def on_screen_resume(self) -> None:
+        if self._stale:
+            self._stale = False
+            self.reload()
+
+    def reload(self) -> None:
+        """Read again; while a read is in flight, one more follows it (reads never pile up on
+        the owner, where reading a run in full can take half a second on a big journal)."""
+        self._reload_pending = False
+        if self._loading:
+            self._again = True
+            return
+        self._loading = True
+        self._load()
+
+    @work(thread=True, group="load")
+    def _load(self) -> None:
+        try:
+            data = self.fetch()
+        except Exception as exc:  # shown, never fatal: see LilApp.journal_problem
+            self.lil.ui(self.lil.journal_problem, exc)
+            data = _FAILED
+        self.lil.ui(self._show, data)
+
+    def _show(self, data: Any) -> None:
+        self._loading = False
+        if self._again:
+            self._again = False
+            self.schedule_reload()
+        if data is not _FAILED:
+            self.show(data)
+            self.loaded += 1
+
+    # live updates -----------------------------------------------------------------------------
+
+    def wants(self, message: JournalChanged) -> bool:
+        """Whether these events change what this screen shows."""
+        return True
+
+    def journal_changed(self, message: JournalChanged) -> None:
+        if not self.wants(message):
+            return
+        if not self.is_current:
+            self._stale = True
+            return
+        self.schedule_reload()
+
+    def schedule_reload(self) -> None:
+        if not self._reload_pending:
+            self._reload_pending = True
+            self.set_timer(self.reload_delay, self.reload)
+
+    # writes -----------------------------------------------------------------------------------
+
+    def run_write(
+        self, fn: Callable[..., str], *args: Any, after: Callable[[], None] | None = None
+    ) -> None:
+        """Run a journal write on a worker; show its outcome, then reload."""
+        self._write(fn, args, after)
+
+    @work(thread=True, group="write")
+    def _write(self, fn: Callable[..., str], args: tuple[Any, ...], after: Any) -> None:
+        from letitloop.kernel._errors import LetItLoopError
+
+        try:
+            said = fn(self.model.journal, *args)
+        except LetItLoopError as exc:
+            text = exc.message + (f"\nfix: {exc.fix}" if exc.fix else "")
+            self.lil.ui(self.notify, text, title=exc.title, severity="error")
+        except Exception as exc:  # a bad value typed in, or a bug: shown, never fatal
+            self.lil.ui(self.notify, f"{type(exc).__name__}: {exc}", severity="error")
+        else:
+            self.lil.ui(self.notify, said, title="done")
+            if after is not None:
+                self.lil.ui(after)
+        self.lil.ui(self.reload)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes or no, with the consequence spelled out."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Grid(id="confirm", classes="dialog"):
+            yield Label(self.question, id="question")
+            yield Button("Yes (y)", variant="error", id="yes")
+            yield Button("No (n)", variant="primary", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """One line of text (a comment, an amount); Enter submits, Escape cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, placeholder: str = "", value: str = "") -> None:
+        super().__init__()
+        self.title_text, self.placeholder, self.value = title, placeholder, value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="prompt"):
+            yield Label(self.title_text)
+            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Label("Enter to submit, Escape to cancel", classes="hint")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PayloadScreen(ModalScreen[str | None]):
+    """Edit an approval's payload as JSON; ctrl+s saves, Escape cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, title: str, text: str, check: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.title_text, self.text, self.check = title, text, check
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="payload-dialog"):
+            yield Label(self.title_text)
+            yield TextArea.code_editor(self.text, language="json", id="payload-editor")
+            yield Static("", id="payload-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Save and approve (ctrl+s)", variant="success", id="save")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save":
+            self.action_save()
+        else:
+            self.dismiss(None)
+
+    def action_save(self) -> None:
+        text = self.query_one(TextArea).text
+        try:
+            self.check(text)
+        except ValueError as exc:
+            self.query_one("#payload-error", Static).update(Text(f"not saved: {exc}", "red"))
+            return
+        self.dismiss(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

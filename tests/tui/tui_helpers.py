@@ -1,0 +1,57 @@
+"""Helpers of the TUI tests: wait for the app, read its widgets."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+async def settle(app: Any, pilot: Any) -> None:
+    """Let loading workers finish and their results reach the screen."""
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def until(pilot: Any, condition: Callable[[], Any], timeout: float = 15.0) -> Any:
+    """Wait (letting the app run) until ``condition()`` is true; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {condition}")
+        await pilot.pause(0.02)
+
+
+def cell(table: Any, row_key: str, column: str) -> str:
+    return str(table.get_cell(row_key, column))
+
+
+def plain(static: Any, width: int = 200) -> str:
+    """The text a Static shows, with any Rich renderable rendered to plain text."""
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(static.content)
+    return console.export_text()
+
+
+def in_doubt(journal_path: Path, sent: Path) -> None:
+    """Run the notifier in a subprocess that SIGKILLs itself inside its marker block."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "tui_workflows.py"), str(journal_path), "killed", str(sent)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == -9, proc.stderr
