@@ -33,8 +33,8 @@ def _read_runs(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, 
 
 
 def _read_run(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    runs = owner.store.list_runs(None, None, 1 << 30, held)
-    run = next((r for r in runs if r["run"] == req["run"]), None)
+    runs = owner.store.list_runs(None, None, 1, held, run_id=req["run"])
+    run = runs[0] if runs else None
     if run is None:
         raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
     entry = owner.state.runs.get(req["run"])

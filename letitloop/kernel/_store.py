@@ -430,25 +430,33 @@ class Store:
         return [row[0], row[1]]
 
     def list_runs(
-        self, status: str | None, workflow: str | None, limit: int, held: list[str]
+        self,
+        status: str | None,
+        workflow: str | None,
+        limit: int,
+        held: list[str],
+        run_id: str | None = None,
     ) -> list[dict[str, Any]]:
+        # the runs are chosen (filter, order, limit) before their steps are summed, so a listing
+        # of the newest runs, or of one run, never aggregates the whole steps table
         rows = self.db.execute(
-            "SELECT r.run_id, r.workflow, r.run_key, CASE WHEN r.status = 'running' AND NOT "
-            "list_contains($held, r.run_id) THEN 'interrupted' ELSE r.status END AS st, r.epoch,"
-            " r.tries, r.created, r.updated, r.parent, r.error, "
-            "(SELECT count(DISTINCT s.position) FROM steps s WHERE s.run_id = r.run_id AND "
-            "s.epoch = r.epoch AND s.status = 'completed') AS done, "
-            "(SELECT coalesce(sum(s.cost_micros), 0) FROM steps s WHERE s.run_id = r.run_id AND "
-            "s.epoch = r.epoch) AS cost, (SELECT coalesce(sum(s.tokens_in + s.tokens_out), 0) "
-            "FROM steps s WHERE s.run_id = r.run_id AND s.epoch = r.epoch) AS tokens, "
-            "(SELECT coalesce(sum(s.saved_micros), 0) FROM steps s WHERE s.run_id = r.run_id AND "
-            "s.epoch = r.epoch) AS saved, "
-            "CASE WHEN r.status = 'running' THEN (SELECT arg_max(s.name, s.position) FROM steps s "
-            "WHERE s.run_id = r.run_id AND s.epoch = r.epoch AND s.status = 'started' AND "
-            "s.resolution IS NULL) END AS current "
-            "FROM runs r WHERE ($status IS NULL OR st = $status) AND "
-            "($workflow IS NULL OR r.workflow = $workflow) ORDER BY r.updated DESC LIMIT $limit",
-            {"held": held, "status": status, "workflow": workflow, "limit": limit},
+            "WITH r AS (SELECT run_id, workflow, run_key, status, CASE WHEN status = 'running' "
+            "AND NOT list_contains($held, run_id) THEN 'interrupted' ELSE status END AS st, "
+            "epoch, tries, created, updated, parent, error FROM runs "
+            "WHERE ($run IS NULL OR run_id = $run) AND ($workflow IS NULL OR workflow = "
+            "$workflow) AND ($status IS NULL OR st = $status) ORDER BY updated DESC LIMIT $limit),"
+            " agg AS (SELECT s.run_id, count(DISTINCT s.position) FILTER (WHERE s.status = "
+            "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
+            "coalesce(sum(s.tokens_in + s.tokens_out), 0) AS tokens, "
+            "coalesce(sum(s.saved_micros), 0) AS saved, arg_max(s.name, s.position) FILTER "
+            "(WHERE s.status = 'started' AND s.resolution IS NULL) AS current FROM steps s "
+            "JOIN r ON s.run_id = r.run_id AND s.epoch = r.epoch GROUP BY s.run_id) "
+            "SELECT r.run_id, r.workflow, r.run_key, r.st, r.epoch, r.tries, r.created, "
+            "r.updated, r.parent, r.error, coalesce(agg.done, 0), coalesce(agg.cost, 0), "
+            "coalesce(agg.tokens, 0), coalesce(agg.saved, 0), CASE WHEN r.status = 'running' "
+            "THEN agg.current END FROM r LEFT JOIN agg ON agg.run_id = r.run_id "
+            "ORDER BY r.updated DESC",
+            {"held": held, "status": status, "workflow": workflow, "limit": limit, "run": run_id},
         ).fetchall()
         names = (
             "run wf key status epoch try created updated parent error done cost tokens saved "
