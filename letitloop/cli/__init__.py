@@ -42,7 +42,7 @@ COMMANDS = {
     "runs": (
         "letitloop.cli._runs",
         "runs",
-        "List, inspect, resume, retry, budget, reset and gc runs.",
+        "List, inspect, resume, cancel, retry, budget, reset and gc runs.",
     ),
     "splice": ("letitloop.cli._splice", "splice", "Replace, insert or delete one def or class."),
     "tui": (

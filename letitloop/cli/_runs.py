@@ -1,4 +1,4 @@
-"""``lil runs``: list, show, resume, retry, budget, reset and garbage-collect runs."""
+"""``lil runs``: list, show, resume, cancel, retry, budget, reset and garbage-collect runs."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ from letitloop.cli._shared import (
 if TYPE_CHECKING:
     from letitloop.kernel._contract import AttemptInfo, RunDetail, RunInfo
 
-STATUSES = ("running", "interrupted", "suspended", "completed", "failed", "reset")
-GC_STATUSES = ("completed", "failed", "reset", "interrupted")
+STATUSES = ("running", "interrupted", "suspended", "completed", "failed", "cancelled", "reset")
+GC_STATUSES = ("completed", "failed", "cancelled", "reset", "interrupted")
 
 
 @click.group()
 def runs() -> None:
-    """List, inspect, resume, retry, budget, reset and gc runs."""
+    """List, inspect, resume, cancel, retry, budget, reset and gc runs."""
 
 
 @runs.command("list")
@@ -305,6 +305,33 @@ def resume_cmd(run: str, as_json: bool) -> None:
     text = json.dumps(result, default=repr, ensure_ascii=False)
     short = text if len(text) <= 2000 else text[:2000] + f"… ({len(text)} characters)"
     out.say(out.text(f"{run_id} completed", "bold green"), out.text(f"result: {short}"), sep="\n")
+
+
+@runs.command("cancel")
+@click.argument("run")
+@click.option("--reason", metavar="TEXT", help="Why; shown with the run.")
+@click.option("--by", metavar="NAME", help="Who cancels it (default: user@host).")
+@json_option
+@journal_option
+def cancel_cmd(run: str, reason: str | None, by: str | None, as_json: bool) -> None:
+    """Stop a run for good: a process executing it stops at its next journal write, and calling
+    it again raises RunCancelledError until the run is reset.
+
+    \b
+    Example:
+        lil runs cancel pipeline.main:customer-42 --reason "wrong customer"
+    """
+    journal = open_cli_journal()
+    run_id = journal.find_run(run)
+    journal.cancel_run(run_id, by or who(), reason)
+    if as_json:
+        out.emit_json({"run_id": run_id, "cancelled": True, "reason": reason})
+        return
+    out.say(
+        out.text(f"cancelled {run_id}", "bold"),
+        out.text(f"`lil runs reset {run_id}` starts it over"),
+        sep="\n",
+    )
 
 
 @runs.command("budget")

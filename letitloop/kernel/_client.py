@@ -145,6 +145,7 @@ class _Sub:
         self.ready.wait(30)
 
     def _loop(self) -> None:
+        pause = 0.05
         while not self.closed:
             try:
                 self.link = self.journal._connect()
@@ -152,6 +153,7 @@ class _Sub:
                 if self.ready.is_set():
                     self.callback([])  # resubscribed after an owner restart: re-read, may miss
                 self.ready.set()
+                pause = 0.05
                 stream = _wire.Stream(self.link.sock)
                 while not self.closed:
                     msg = stream.recv()
@@ -160,7 +162,8 @@ class _Sub:
             except (OSError, LetItLoopError):
                 if self.closed or self.journal.closed:
                     return  # a closed journal ends its subscriptions
-                time.sleep(0.05)
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)  # no owner can start: try again, less and less often
 
     def close(self) -> None:
         self.closed = True
@@ -517,6 +520,11 @@ class OwnerJournal:
         rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
         self._call({"op": "append", "recs": [rec], "run": row.run_id})
         return _approvals.match(row.id, self.approvals(run_id=row.run_id, limit=1 << 30))
+
+    def cancel_run(self, run_id: str, by: str, reason: str | None = None) -> None:
+        epoch = self.get_run(run_id).run.epoch
+        rec = {"k": "cancel", "run": run_id, "epoch": epoch, "by": by, "reason": reason}
+        self._call({"op": "append", "recs": [rec | {"ts": time.time()}], "run": run_id})
 
     def note_restart(self, run_id: str, by: str, reason: str) -> None:
         epoch = self.get_run(run_id).run.epoch

@@ -311,6 +311,11 @@ class Journal(Protocol):
         (checked against its schema); ``timed_out_at`` marks the decision of ``on_timeout``."""
         ...
 
+    def cancel_run(self, run_id: str, by: str, reason: str | None = None) -> None:
+        """Stop a run for good: a process executing it stops at its next journal write, and
+        calling it again raises ``RunCancelledError`` until someone resets it."""
+        ...
+
     def note_restart(self, run_id: str, by: str, reason: str) -> None:
         """Journal that a supervisor restarted the process that was executing this run."""
         ...

@@ -7,6 +7,7 @@
     │   └── JournalVersionError         client and owner speak different protocol or schema versions
     │   └── ApprovalDecidedError        an approval was already decided (first decision wins)
     ├── RunLockedError              another process is executing this run right now
+    ├── RunCancelledError           someone cancelled the run; it stops and is not resumed
     ├── NonDeterminismError         replay met a different step than the journal recorded
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
@@ -89,6 +90,12 @@ class ApprovalDecidedError(JournalError):
     """Someone else decided this approval first; the first decision stands."""
 
     title = "approval already decided"
+
+
+class RunCancelledError(LetItLoopError):
+    """The run was cancelled (``lil runs cancel``, the dashboard): it does not run again."""
+
+    title = "run cancelled"
 
 
 class RunLockedError(LetItLoopError):

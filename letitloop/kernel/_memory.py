@@ -45,6 +45,7 @@ from letitloop.kernel._records import (
 from letitloop.kernel._state import (
     JournalState,
     RunEntry,
+    cancel_record,
     holder_label,
     rearm_record,
     reset_record,
@@ -162,9 +163,9 @@ class MemoryJournal:
                 st.approvals.setdefault(rec["ask"]["id"], _approvals.info(rec))
             elif rec["k"] == "answer":
                 st.approvals[rec["id"]] = _approvals.decided(st.approvals[rec["id"]], rec)
-            elif rec["k"] in ("reset", "rewind"):
+            elif rec["k"] in ("reset", "rewind", "cancel"):
                 for aid, row in list(st.approvals.items()):
-                    later = rec["k"] == "reset" or row.position >= rec["pos"]
+                    later = rec["k"] != "rewind" or row.position >= rec["pos"]
                     if row.run_id == rec["run"] and row.status == "pending" and later:
                         st.approvals[aid] = row._replace(status="cancelled")
             elif rec["k"] == "uncache":
@@ -348,6 +349,13 @@ class MemoryJournal:
         self.append([rec])
         with self.store.cond:
             return self.store.approvals[row.id]
+
+    def cancel_run(self, run_id: str, by: str, reason: str | None = None) -> None:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            self._write([cancel_record(entry, by, reason)])
 
     def note_restart(self, run_id: str, by: str, reason: str) -> None:
         with self.store.cond:

@@ -20,6 +20,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     answer   an approval decided            run epoch pos att id ok by comment payload timeout ts
     restart  a supervisor restarted the run's process   run epoch by reason ts
     rewind   steps from pos on are superseded (changed code reruns them)   run epoch pos ts
+    cancel   the run is stopped for good (until reset)   run epoch by reason ts
     propose  a splice proposal              id path target code reason by base old origin ts
     decide   a proposal applied, rejected or in conflict   id state by note ts
     lgput, lgwrite, lgdel, lgcopy   graph checkpoints (LangGraph threads), see kernel._checkpoints
@@ -96,6 +97,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     },
     "restart": {"run": _STR, "epoch": _INT, "by": _STR, "reason": _STR, "ts": _NUM},
     "rewind": {"run": _STR, "epoch": _INT, "pos": _INT, "ts": _NUM},
+    "cancel": {"run": _STR, "epoch": _INT, "by": _STR, "reason": _OPT_STR, "ts": _NUM},
     "propose": {
         "run": _STR,
         "id": _STR,
@@ -236,7 +238,7 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
     if k == "propose":
         return f"propose/{rec['id']}"
-    if k in ("cache", "budget", "suspend", "decide", "restart", "rewind"):
+    if k in ("cache", "budget", "suspend", "decide", "restart", "rewind", "cancel"):
         return f"{k}/{rec.get('key') or rec.get('id') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"

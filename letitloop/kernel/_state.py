@@ -13,7 +13,13 @@ import time
 from typing import Any
 
 from letitloop.kernel._contract import RunState, StepRecord
-from letitloop.kernel._errors import InDoubtError, JournalError, LetItLoopError, RunLockedError
+from letitloop.kernel._errors import (
+    InDoubtError,
+    JournalError,
+    LetItLoopError,
+    RunCancelledError,
+    RunLockedError,
+)
 from letitloop.kernel._records import JOURNAL_KINDS, Record, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
@@ -170,6 +176,8 @@ class JournalState:
         done = entry is not None and entry.status == "completed" and not req.get("reopen")
         if done or not req.get("lease", True):
             return (entry.wire() if entry else None), []
+        if entry is not None and entry.status == "cancelled":
+            raise cancelled_error(entry)
         if entry is not None and entry.holder not in (None, session):
             raise RunLockedError(
                 f"run {run_id} is being executed by {holder_label(entry.holder)}",
@@ -225,8 +233,16 @@ class JournalState:
                 fix="call the workflow again to start the reset run",
                 run_id=run_id,
             )
-        if k in ("budget", "restart"):
-            return True  # anyone may raise a budget, even while the run executes
+        if entry.status == "cancelled" and k not in ("reset", "restart", "budget"):
+            raise cancelled_error(entry)
+        if k == "cancel" and entry.status == "completed":
+            raise JournalError(
+                f"run {run_id} already completed: there is nothing to cancel",
+                fix=f"`lil runs reset {run_id}` starts it over instead",
+                run_id=run_id,
+            )
+        if k in ("budget", "restart", "cancel"):
+            return True  # anyone may raise a budget or cancel, even while the run executes
         if k == "answer":
             from letitloop.kernel._approvals import check_answer
 
@@ -326,6 +342,9 @@ class JournalState:
             entry.steps[rec["pos"]]["ans"] = rec
         elif k == "restart":
             pass  # kept as an event for the dashboards
+        elif k == "cancel":
+            entry.status, entry.current = "cancelled", None
+            entry.error = {"type": "letitloop.Cancelled", "message": cancel_message(rec)}
         elif k == "rewind":  # the code changed here: this step and later ones run again
             for step in entry.steps.values():
                 if step["pos"] >= rec["pos"] and step["status"] != "superseded":
@@ -377,6 +396,24 @@ class JournalState:
         step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         entry.steps[rec["pos"]] = step
         entry.current = rec["name"] if status == "started" else None
+
+
+def cancel_message(rec: Record) -> str:
+    return f"cancelled by {rec['by']}" + (f": {rec['reason']}" if rec.get("reason") else "")
+
+
+def cancelled_error(entry: RunEntry) -> RunCancelledError:
+    why = (entry.error or {}).get("message") or "cancelled"
+    return RunCancelledError(
+        f"run {entry.run_id} was {why}; it does not run again",
+        fix=f"`lil runs reset {entry.run_id}` starts it over (a new epoch)",
+        run_id=entry.run_id,
+    )
+
+
+def cancel_record(entry: RunEntry, by: str, reason: str | None) -> Record:
+    rec = {"k": "cancel", "run": entry.run_id, "epoch": entry.epoch, "by": by, "reason": reason}
+    return validate(rec | {"ts": time.time()})
 
 
 def in_doubt_error(run_id: str, step: StepRecord) -> InDoubtError:

@@ -291,6 +291,16 @@ class Store:
                 "WHERE run_id = ?",
                 [rec["usd_micros"], rec["tokens"], ts, run_id],
             )
+        elif k == "cancel":
+            message = f"cancelled by {rec['by']}" + (f": {rec['reason']}" if rec["reason"] else "")
+            self.db.execute(
+                "UPDATE runs SET status = 'cancelled', error = ?, updated = ? WHERE run_id = ?",
+                [_json({"type": "letitloop.Cancelled", "message": message}), ts, run_id],
+            )
+            self.db.execute(
+                "UPDATE approvals SET status = 'cancelled' WHERE run_id = ? AND status = 'pending'",
+                [run_id],
+            )
         elif k == "suspend":
             self.db.execute(
                 "UPDATE runs SET status = 'suspended', error = ?, updated = ? WHERE run_id = ?",

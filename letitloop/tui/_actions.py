@@ -79,6 +79,11 @@ def raise_budget(journal: OwnerJournal, run_id: str, by: str, dollars: float) ->
     return f"budget of {run_id} set to ${dollars:g}: resume the run to continue"
 
 
+def cancel_run(journal: OwnerJournal, run_id: str, by: str) -> str:
+    journal.cancel_run(run_id, by, "cancelled from lil-tui")
+    return f"cancelled {run_id}: it stops at its next step; reset it to start over"
+
+
 def reset_run(journal: OwnerJournal, run_id: str, by: str) -> str:
     journal.reset_run(run_id, by)
     return f"reset {run_id}: the next call runs every step again"

@@ -36,11 +36,12 @@ RUN_BINDINGS = [
     Binding("t", "retry", "Retry dead letter"),
     Binding("b", "budget", "Budget"),
     Binding("x", "reset", "Reset"),
+    Binding("c", "cancel", "Cancel"),
 ]
 
 
 class RunActions:
-    """Resume, retry, budget and reset of the run a screen has selected."""
+    """Resume, cancel, retry, budget and reset of the run a screen has selected."""
 
     def selected_run(self) -> RunRow | None:
         raise NotImplementedError
@@ -76,6 +77,24 @@ class RunActions:
 
         question = f"New budget of {row.run_id} in USD (spent so far {row.cost})"
         self.app.push_screen(PromptScreen(question, placeholder="e.g. 5.00"), done)
+
+    def action_cancel(self: Any) -> None:
+        row = self.selected_run()
+        if row is None:
+            return
+        if row.status in ("completed", "cancelled"):
+            self.notify(f"{row.run_id} is {row.status}: nothing to cancel", severity="warning")
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.run_write(_actions.cancel_run, row.run_id, _actions.who())
+
+        question = (
+            f"Cancel {row.run_id} ({row.status}, {row.steps} steps)?\n"
+            "A process executing it stops at its next step; it is not resumed until reset."
+        )
+        self.app.push_screen(ConfirmScreen(question), done)
 
     def action_reset(self: Any) -> None:
         row = self.selected_run()

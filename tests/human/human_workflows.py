@@ -29,6 +29,7 @@ SCHEMA = {
 def log(name: str, value: Any = None) -> Any:
     with Path(os.environ["HUMAN_LOG"]).open("a") as f:
         f.write(f"{name} {os.getpid()} {time.time():.6f}\n")
+    time.sleep(float(os.environ.get("HUMAN_STEP_DELAY", "0")))
     return value
 
 

@@ -204,3 +204,21 @@ def _gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except FileNotFoundError:
         return True
+
+
+def test_lil_runs_cancel_stops_a_running_process(lab: Lab) -> None:
+    lab.env["HUMAN_STEP_DELAY"] = "0.3"
+    proc = lab.start("ten", "")  # ten slow steps, no kills
+    wait_for(lambda: len(lab.names()) >= 2, what="two steps")
+    cancel = lab.lil("runs", "cancel", "ten-steps", "--reason", "not needed")
+    assert cancel.returncode == 0, cancel.stderr
+    rc, _out, err = result_of(proc)
+    assert rc == 1 and "RunCancelledError" in err and "cancelled by" in err
+    journal = open_journal(lab.journal_path)
+    info = journal.get_run("human_workflows.ten_steps:ten-steps").run
+    assert info.status == "cancelled" and "not needed" in info.error["message"]
+    ran = len(lab.names())
+    again = lab.start("ten", "")
+    rc, _out, err = result_of(again)
+    assert rc == 1 and "lil runs reset" in err
+    assert len(lab.names()) == ran  # nothing ran after the cancel

@@ -156,3 +156,46 @@ def test_a_resent_answer_is_idempotent(any_journal: Any) -> None:
     any_journal.append([rec])
     any_journal.append([rec])  # a client resending after a reconnect: not "already decided"
     assert any_journal.approvals()[0].decided_by == "ana"
+
+
+def test_cancel_stops_a_run_until_it_is_reset(any_journal: Any) -> None:
+    from letitloop.kernel._errors import RunCancelledError
+
+    calls: list[str] = []
+
+    @durable(journal=any_journal, run_id="c1", name="cancellable")
+    def work() -> int:
+        step("one", lambda: calls.append("one"))
+        suspend("wait for the go-ahead")
+        step("two", lambda: calls.append("two"))
+        return 2
+
+    with pytest.raises(Suspended):
+        work()
+    with pytest.raises(ApprovalPending):
+        flow(any_journal, [], wait=False)()
+    any_journal.cancel_run("cancellable:c1", by="ops", reason="wrong customer")
+    info = any_journal.get_run("cancellable:c1").run
+    assert (
+        info.status == "cancelled" and info.error["message"] == "cancelled by ops: wrong customer"
+    )
+    with pytest.raises(RunCancelledError, match="lil runs reset cancellable:c1"):
+        work()
+    assert calls == ["one"]
+    any_journal.reset_run("cancellable:c1", by="ops")
+    with pytest.raises(Suspended):
+        work()
+    assert calls == ["one", "one"]
+    flow_run = any_journal.approvals()[0].run_id
+    any_journal.cancel_run(flow_run, by="ops")
+    assert any_journal.approvals()[0].status == "cancelled"  # its pending approval goes too
+
+
+def test_a_completed_run_cannot_be_cancelled(any_journal: Any) -> None:
+    @durable(journal=any_journal, run_id="done", name="finished")
+    def finished() -> int:
+        return step("x", lambda: 1)
+
+    finished()
+    with pytest.raises(JournalError, match="already completed"):
+        any_journal.cancel_run("finished:done", by="ops")

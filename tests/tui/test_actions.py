@@ -192,3 +192,30 @@ def test_a_marker_whose_block_raised_is_in_doubt_until_resolved(journal_path: Pa
     assert row.why == "ValueError: gateway timed out after sending"
     model.journal.resolve_marker(row.run_id, row.position, "done", "tester")
     assert model.effects() == []
+
+
+async def test_cancel_asks_first_and_then_stops_the_run(
+    journal_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from letitloop.kernel._errors import RunCancelledError
+
+    monkeypatch.setenv("LIL_JOURNAL", str(journal_path))
+    with pytest.raises(BudgetExceeded):
+        wf.spend(4)
+    journal = open_journal(journal_path)
+    (run,) = journal.list_runs()
+    app = LilApp(journal_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("c")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert journal.get_run(run.run_id).run.status == "suspended"
+        await pilot.press("c", "y")
+        table = app.screen.query_one("#runs", DataTable)
+        await until(pilot, lambda: cell(table, run.run_id, "status") == "cancelled")
+    info = journal.get_run(run.run_id).run
+    assert info.status == "cancelled" and "lil-tui" in info.error["message"]
+    with pytest.raises(RunCancelledError):
+        wf.spend(4)
