@@ -38,6 +38,11 @@ COMMANDS = {
     ),
     "effects": ("letitloop.cli._effects", "effects", "Find and resolve side effects in doubt."),
     "journal": ("letitloop.cli._journal", "journal", "The journal file and its owner process."),
+    "lsp": (
+        "letitloop.cli._lsp",
+        "lsp",
+        "Start the language server for editors (stdio, or --tcp).",
+    ),
     "receipt": ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it."),
     "runs": (
         "letitloop.cli._runs",

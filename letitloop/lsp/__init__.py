@@ -1,0 +1,18 @@
+"""The letitloop language server (``lil lsp``): durable-code diagnostics, journal hovers and
+code lenses, and code actions through the splicer.
+
+Importing this package is cheap: pygls is imported only when the server starts
+(``letitloop.lsp._server``). The pure parts (``_analysis``, ``_positions``, ``_actions``,
+``_journal_view``) import neither pygls nor the journal client at module level.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the server as ``lil lsp`` does (``python -m letitloop.lsp [--tcp] [--journal PATH]``)."""
+    from letitloop.cli._lsp import lsp
+
+    lsp.main(args=argv, prog_name="lil lsp")

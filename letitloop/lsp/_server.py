@@ -1,0 +1,458 @@
+"""The pygls 2 language server behind ``lil lsp``: thin handlers over the analysis, the journal
+view and the actions.
+
+Journal reads run in threads (``asyncio.to_thread``), so the event loop keeps answering while a
+run writes; the owner's pushed events re-publish diagnostics and ask the client to refresh its
+code lenses. The server never opens DuckDB and never runs user code: previews are the text the
+journal gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import socket
+import subprocess
+import sys
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from letitloop import __version__
+from letitloop.lsp import _actions, _journal_view
+from letitloop.lsp._analysis import (
+    Analysis,
+    Finding,
+    analyze,
+    function_at,
+    gc_paused,
+    site_at,
+)
+from letitloop.lsp._journal_view import JournalView
+from letitloop.lsp._positions import Span, from_encoding, line_at, to_encoding
+
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+DEBOUNCE = float(os.environ.get("LIL_LSP_DEBOUNCE", "0.15"))
+NOTEBOOKS = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])
+    ]
+)
+
+
+def who() -> str:
+    """``user@host``: who approved, rejected or applied something from the editor."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+class LilServer(LanguageServer):
+    """The language server with its journal view and per-document state."""
+
+    def __init__(self, journal: str | None = None) -> None:
+        super().__init__("lil-lsp", __version__, notebook_document_sync=NOTEBOOKS)
+        self.journal_spec = journal
+        self.view = JournalView(journal, self._journal_changed)
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.refresh_handle: asyncio.TimerHandle | None = None
+
+    # -- documents ------------------------------------------------------------------------
+    def text(self, uri: str) -> tuple[str, list[str]]:
+        doc = self.workspace.get_text_document(uri)
+        return doc.source, doc.source.splitlines() or [""]
+
+    def path(self, uri: str) -> str:
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        return to_fs_path(notebook.uri if notebook else uri) or uri
+
+    def encoding(self) -> str:
+        """The negotiated position encoding: "utf-16" (the default), "utf-8" or "utf-32".
+
+        (``str()`` of lsprotocol's enum is ``PositionEncodingKind.Utf8``: use its value.)"""
+        kind = self.workspace.position_encoding
+        return str(getattr(kind, "value", kind) or "utf-16")
+
+    def range(self, lines: list[str], span: Span) -> types.Range:
+        enc = self.encoding()
+        start = to_encoding(line_at(lines, span.line), span.col, enc)
+        end = to_encoding(line_at(lines, span.end_line), span.end_col, enc)
+        return types.Range(
+            start=types.Position(line=span.line, character=start),
+            end=types.Position(line=span.end_line, character=end),
+        )
+
+    def position(self, lines: list[str], pos: types.Position) -> tuple[int, int]:
+        return pos.line, from_encoding(line_at(lines, pos.line), pos.character, self.encoding())
+
+    def diagnostic(self, lines: list[str], f: Finding) -> types.Diagnostic:
+        return types.Diagnostic(
+            range=self.range(lines, f.span),
+            message=f.message,
+            severity=SEVERITY[f.severity],
+            code=f.code,
+            source="letitloop",
+            data={"fix": f.fix, "target": f.target} if f.fix else None,
+        )
+
+    def text_edits(self, lines: list[str], edits: list[_actions.LineEdit]) -> list[types.TextEdit]:
+        return [
+            types.TextEdit(range=self.range(lines, Span(*e[:4])), new_text=e.text) for e in edits
+        ]
+
+    def workspace_edit(
+        self, uri: str, lines: list[str], edits: list[_actions.LineEdit], preview: str = ""
+    ) -> types.WorkspaceEdit:
+        """A WorkspaceEdit; with ``preview`` (a diff) as a change annotation that asks the user
+        to confirm, for clients that support annotations (VS Code shows it before applying)."""
+        plain = self.text_edits(lines, edits)
+        workspace = self.client_capabilities.workspace
+        supports = workspace and workspace.workspace_edit
+        if not (
+            preview
+            and supports
+            and supports.change_annotation_support
+            and supports.document_changes
+        ):
+            return types.WorkspaceEdit(changes={uri: plain})
+        annotated = [
+            types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id="splice")
+            for e in plain
+        ]
+        doc = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None)
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=doc, edits=annotated)],
+            change_annotations={
+                "splice": types.ChangeAnnotation(
+                    label="Apply splice proposal", needs_confirmation=True, description=preview
+                )
+            },
+        )
+
+    # -- diagnostics ----------------------------------------------------------------------
+    def schedule(self, uri: str, delay: float = DEBOUNCE) -> None:
+        """Publish diagnostics for ``uri`` once edits pause for ``delay`` seconds."""
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish(uri)))
+
+    async def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        try:
+            doc = self.workspace.get_text_document(uri)
+        except KeyError:
+            return
+        source, version = doc.source, doc.version
+        analysis = analyze(source)
+        findings = list(analysis.findings)
+        if analysis.functions:
+            findings += await asyncio.to_thread(self.journal_findings, uri, analysis)
+        lines = source.splitlines() or [""]
+        with gc_paused():
+            diagnostics = [self.diagnostic(lines, f) for f in findings]
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
+            )
+
+    def journal_findings(self, uri: str, analysis: Analysis) -> list[Finding]:
+        if not self.view.ready():
+            return []
+        path = self.path(uri)
+        out: list[Finding] = []
+        for fn in analysis.functions:
+            out += _journal_view.journal_findings(self.view.state(path, fn), fn)
+        return out
+
+    # -- live refresh ---------------------------------------------------------------------
+    def _journal_changed(self, runs: set[str]) -> None:
+        """Called on the subscription thread when the owner pushes events."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._refresh_soon)
+
+    def _refresh_soon(self) -> None:
+        if self.refresh_handle is None:
+            loop = asyncio.get_running_loop()
+            self.refresh_handle = loop.call_later(
+                0.05, lambda: asyncio.ensure_future(self.refresh())
+            )
+
+    async def refresh(self) -> None:
+        """Re-publish every open document's diagnostics and ask for fresh code lenses; again
+        after the view's throttle window if it served data older than the last events."""
+        self.refresh_handle = None
+        self.view.behind = False
+        for uri in list(self.workspace.text_documents):
+            await self.publish(uri)
+        workspace = self.client_capabilities.workspace
+        lenses = workspace.code_lens if workspace else None
+        if lenses is not None and lenses.refresh_support:
+            self.workspace_code_lens_refresh(None)
+        if self.view.behind and self.refresh_handle is None:
+            loop = asyncio.get_running_loop()
+            self.refresh_handle = loop.call_later(
+                _journal_view.THROTTLE, lambda: asyncio.ensure_future(self.refresh())
+            )
+
+    def run_resume(self, run_id: str, uri: str) -> int:
+        """Start ``lil runs resume RUN`` in the background, in the file's directory; its pid."""
+        command = [sys.executable, "-m", "letitloop"]
+        command += ["--journal", self.view.location, "runs", "resume", run_id]
+        proc = subprocess.Popen(
+            command,
+            cwd=os.path.dirname(self.path(uri)) or None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return proc.pid
+
+
+server = LilServer()
+
+
+def create_server(journal: str | None = None) -> LilServer:
+    """The module's server, configured for a journal (``--journal``; None: discovery)."""
+    server.journal_spec = journal
+    server.view = JournalView(journal, server._journal_changed)
+    return server
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: LilServer, params: types.InitializedParams) -> None:
+    ls.loop = asyncio.get_running_loop()
+    await asyncio.to_thread(ls.view.start)
+    if ls.view.error:
+        ls.window_log_message(
+            types.LogMessageParams(
+                type=types.MessageType.Warning,
+                message=f"letitloop: journal not readable ({ls.view.error}); "
+                "journal hovers and lenses are off until it is",
+            )
+        )
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: LilServer, params: None) -> None:
+    ls.view.close()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+async def did_open(ls: LilServer, params: types.DidOpenTextDocumentParams) -> None:
+    await ls.publish(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: LilServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: LilServer, params: types.DidCloseTextDocumentParams) -> None:
+    pending = ls.pending.pop(params.text_document.uri, None)
+    if pending is not None:
+        pending.cancel()
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+    )
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+async def notebook_open(ls: LilServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    for cell in params.cell_text_documents:
+        await ls.publish(cell.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_change(ls: LilServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    cells = params.change.cells
+    changed = [c.document.uri for c in (cells.text_content or [])] if cells else []
+    opened = cells.structure.did_open or [] if cells and cells.structure else []
+    for uri in changed + [c.uri for c in opened]:
+        ls.schedule(uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: LilServer, params: types.HoverParams) -> types.Hover | None:
+    uri = params.text_document.uri
+    source, lines = ls.text(uri)
+    analysis = analyze(source)
+    line, col = ls.position(lines, params.position)
+    site = site_at(analysis, line, col)
+    fn = function_at(analysis, line)
+    if site is not None and site.name is not None and fn is not None:
+        state = await asyncio.to_thread(ls.view.state, ls.path(uri), fn)
+        text, span = _journal_view.render_step_hover(state, site), site.span
+    elif fn is not None and (fn.name_span.line == line or fn.span.line == line):
+        state = await asyncio.to_thread(ls.view.state, ls.path(uri), fn)
+        text, span = _journal_view.render_function_hover(state, fn), fn.name_span
+    else:
+        return None
+    markdown = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+    return types.Hover(contents=markdown, range=ls.range(lines, span))
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+async def code_lens(ls: LilServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    uri = params.text_document.uri
+    source, lines = ls.text(uri)
+    analysis = analyze(source)
+    path = ls.path(uri)
+    states = await asyncio.to_thread(lambda: [ls.view.state(path, f) for f in analysis.functions])
+    lenses: list[types.CodeLens] = []
+
+    def lens(span: Span, title: str, command: str = "letitloop.showRuns", *args: Any) -> None:
+        cmd = types.Command(title=title, command=command, arguments=list(args))
+        lenses.append(types.CodeLens(range=ls.range(lines, span), command=cmd))
+
+    for fn, state in zip(analysis.functions, states, strict=True):
+        lens(fn.name_span, _journal_view.function_lens_title(state), "letitloop.showRuns", uri)
+        resume = _journal_view.resumable(state)
+        if resume:
+            lens(fn.name_span, "Resume last run", "letitloop.resumeRun", resume, uri)
+        for site in fn.steps:
+            title = _journal_view.step_lens_title(state, site)
+            if title:
+                lens(site.name_span, title, "letitloop.showRuns", uri)
+        for approval in state.approvals:
+            site = next((s for s in fn.steps if s.name == approval.name), None)
+            if site is not None:
+                lens(site.name_span, "Approve", "letitloop.approve", approval.id)
+                lens(site.name_span, "Reject", "letitloop.reject", approval.id)
+    return lenses
+
+
+def _code_action(
+    ls: LilServer, uri: str, a: _actions.Action, lines: list[str]
+) -> types.CodeAction | types.Command:
+    """An action with an edit is a CodeAction; a command-only one is a bare Command (a
+    CodeAction carrying a command is misread as a Command by lsprotocol-based clients)."""
+    if a.command is not None:
+        return types.Command(title=a.title, command=a.command[0], arguments=a.command[1])
+    return types.CodeAction(
+        title=a.title,
+        kind=a.kind,
+        edit=types.WorkspaceEdit(changes={uri: ls.text_edits(lines, list(a.edits))}),
+        data={"diff": a.diff} if a.diff else None,
+    )
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]
+    ),
+)
+async def code_action(
+    ls: LilServer, params: types.CodeActionParams
+) -> list[types.CodeAction | types.Command]:
+    uri = params.text_document.uri
+    source, lines = ls.text(uri)
+    analysis = analyze(source)
+    line, col = ls.position(lines, params.range.start)
+    end_line = params.range.end.line
+    out: list[types.CodeAction | types.Command] = []
+    seen: set[tuple[_actions.LineEdit, ...]] = set()
+    for finding in analysis.findings:
+        if finding.span.line <= end_line and line <= finding.span.end_line:
+            action = _actions.fix_for(source, finding)
+            if action is not None and action.edits not in seen:
+                seen.add(action.edits)
+                fix = _code_action(ls, uri, action, lines)
+                matched = [d for d in params.context.diagnostics if d.code == finding.code]
+                if isinstance(fix, types.CodeAction):
+                    fix.diagnostics = matched or None
+                out.append(fix)
+    for action in _actions.refactors(source, analysis, line, col, end_line):
+        if action.edits not in seen:
+            out.append(_code_action(ls, uri, action, lines))
+    proposals = await asyncio.to_thread(_proposals, ls)
+    for action in _actions.proposal_actions(uri, ls.path(uri), proposals):
+        out.append(_code_action(ls, uri, action, lines))
+    return out
+
+
+def _proposals(ls: LilServer) -> list[Any]:
+    try:
+        if not ls.view.ready():
+            return []
+        return list(ls.view.journal.proposals("pending"))
+    except Exception:
+        return []
+
+
+@server.command("letitloop.showRuns")
+def show_runs(ls: LilServer, uri: str) -> None:
+    ls.window_show_message(
+        types.ShowMessageParams(
+            type=types.MessageType.Info,
+            message=f"letitloop: `lil runs list` shows the runs of {ls.path(uri)}'s workflows",
+        )
+    )
+
+
+@server.command("letitloop.resumeRun")
+async def resume_run(ls: LilServer, run_id: str, uri: str) -> dict[str, Any]:
+    pid = await asyncio.to_thread(ls.run_resume, run_id, uri)
+    ls.window_show_message(
+        types.ShowMessageParams(
+            type=types.MessageType.Info, message=f"resuming {run_id} (pid {pid})"
+        )
+    )
+    return {"run_id": run_id, "pid": pid}
+
+
+@server.command("letitloop.proposal.apply")
+async def proposal_apply(ls: LilServer, proposal_id: str, uri: str) -> dict[str, Any]:
+    from letitloop.splice import get_proposal
+
+    source, lines = ls.text(uri)
+    journal = ls.view.journal
+    p = await asyncio.to_thread(get_proposal, proposal_id, journal=journal)
+    edits, diff = _actions.proposal_edit(source, ls.path(uri), p)
+    result = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(
+            edit=ls.workspace_edit(uri, lines, edits, preview=diff),
+            label=f"splice proposal {p.id}: {p.target}",
+        )
+    )
+    if result.applied:
+        await asyncio.to_thread(journal.decide, p.id, "applied", who())
+    return {"proposal": p.id, "applied": result.applied}
+
+
+@server.command("letitloop.proposal.reject")
+async def proposal_reject(ls: LilServer, proposal_id: str) -> dict[str, Any]:
+    from letitloop.splice import reject_proposal
+
+    p = await asyncio.to_thread(reject_proposal, proposal_id, by=who(), journal=ls.view.journal)
+    return {"proposal": p.id, "state": p.state}
+
+
+async def _decide(ls: LilServer, approval_id: str, approved: bool) -> dict[str, Any]:
+    decide = ls.view.journal.decide_approval
+    info = await asyncio.to_thread(lambda: decide(approval_id, approved=approved, by=who()))
+    return {"approval": approval_id, "status": info.status}
+
+
+@server.command("letitloop.approve")
+async def approve(ls: LilServer, approval_id: str) -> dict[str, Any]:
+    return await _decide(ls, approval_id, True)
+
+
+@server.command("letitloop.reject")
+async def reject(ls: LilServer, approval_id: str) -> dict[str, Any]:
+    return await _decide(ls, approval_id, False)
