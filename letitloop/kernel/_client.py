@@ -24,7 +24,6 @@ from letitloop.kernel._contract import (
     AttemptInfo,
     CacheEntry,
     CheckpointRow,
-    CheckpointWrite,
     Encoded,
     EventInfo,
     Proposal,
@@ -36,11 +35,9 @@ from letitloop.kernel._errors import JournalUnavailableError, JournalVersionErro
 from letitloop.kernel._records import (
     Record,
     cache_record,
-    decide_record,
-    propose_record,
-    uncache_record,
 )
 from letitloop.kernel._state import run_state
+from letitloop.kernel._writes import RecordWrites
 
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = threading.Lock()
@@ -188,7 +185,7 @@ def _event(e: dict[str, Any]) -> EventInfo:
     )
 
 
-class OwnerJournal:
+class OwnerJournal(RecordWrites):
     """See the module docstring. Thread-safe: each concurrent call uses its own connection."""
 
     def __init__(self, path: Path) -> None:
@@ -421,6 +418,9 @@ class OwnerJournal:
     def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
         self._call({"op": "append", "recs": list(records), "ack": sync}, reply=sync)
 
+    def _append_to_run(self, run_id: str, records: list[Record]) -> None:
+        self._call({"op": "append", "recs": records, "run": run_id})  # loads an evicted run
+
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
         req = {"op": "output", "run": run_id, "epoch": epoch, "pos": position, "att": attempt}
         codec, data = self._call(req)["out"]
@@ -479,57 +479,21 @@ class OwnerJournal:
         rows = self._call({"op": "cache_list", "limit": limit})["entries"]
         return [CacheEntry(*row) for row in rows]
 
-    def cache_clear(self, fn: str | None = None) -> None:
-        self.append([uncache_record(fn)])
-
     def set_budget(
         self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
     ) -> None:
         req = {"op": "budget", "run": run_id, "usd": usd_micros, "tokens": tokens, "by": by}
         self._call(req)
 
-    def propose(self, proposal: Proposal) -> None:
-        self.append([propose_record(proposal)])
-
     def proposals(self, state: str | None = None) -> list[Proposal]:
         rows = self._call({"op": "proposals", "state": state})["proposals"]
         return [Proposal(*row) for row in rows]
-
-    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
-        self.append([decide_record(proposal_id, state, by, note)])
 
     def approvals(
         self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
     ) -> list[ApprovalInfo]:
         req = {"op": "approvals", "status": status, "run": run_id, "limit": limit}
         return [approval_row(r) for r in self._call(req)["approvals"]]
-
-    def decide_approval(
-        self,
-        approval_id: str,
-        *,
-        approved: bool,
-        by: str,
-        comment: str | None = None,
-        payload: Any = None,
-        timed_out_at: float | None = None,
-    ) -> ApprovalInfo:
-        from letitloop.kernel import _approvals
-
-        row = _approvals.match(approval_id, self.approvals(limit=1 << 30))
-        rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
-        self._call({"op": "append", "recs": [rec], "run": row.run_id})
-        return _approvals.match(row.id, self.approvals(run_id=row.run_id, limit=1 << 30))
-
-    def cancel_run(self, run_id: str, by: str, reason: str | None = None) -> None:
-        epoch = self.get_run(run_id).run.epoch
-        rec = {"k": "cancel", "run": run_id, "epoch": epoch, "by": by, "reason": reason}
-        self._call({"op": "append", "recs": [rec | {"ts": time.time()}], "run": run_id})
-
-    def note_restart(self, run_id: str, by: str, reason: str) -> None:
-        epoch = self.get_run(run_id).run.epoch
-        rec = {"k": "restart", "run": run_id, "epoch": epoch, "by": by, "reason": reason}
-        self._call({"op": "append", "recs": [rec | {"ts": time.time()}], "run": run_id})
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})
@@ -540,30 +504,6 @@ class OwnerJournal:
     def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
         msg = self._call({"op": "gc", "older_than": older_than, "statuses": list(statuses)})
         return int(msg["deleted"])
-
-    # -- owner administration (not part of the contract) ---------------------------------------
-
-    def put_checkpoint(
-        self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
-    ) -> None:
-        self.append([_checkpoints.put_record(row, workflow, status, meta)])
-
-    def put_checkpoint_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[CheckpointWrite],
-        *,
-        status: str | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> None:
-        rec = _checkpoints.writes_record(
-            thread_id, ns, checkpoint_id, task_id, task_path, writes, status, error
-        )
-        self.append([rec])
 
     def checkpoints(
         self,
@@ -580,17 +520,7 @@ class OwnerJournal:
         req |= {"before": before, "filter": filter, "limit": limit}
         return [_checkpoints.row(r) for r in self._call(req)["rows"]]
 
-    def delete_checkpoints(
-        self,
-        *,
-        thread_ids: Sequence[str] | None = None,
-        run_ids: Sequence[str] | None = None,
-        keep_latest: bool = False,
-    ) -> None:
-        self.append([_checkpoints.delete_record(thread_ids, run_ids, keep_latest)])
-
-    def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
-        self.append([_checkpoints.copy_record(source_thread_id, target_thread_id)])
+    # -- owner administration (not part of the contract) ---------------------------------------
 
     def sql(self, query: str) -> dict[str, Any]:
         msg = self._call({"op": "sql", "sql": query})

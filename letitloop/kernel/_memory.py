@@ -23,7 +23,6 @@ from letitloop.kernel._contract import (
     AttemptInfo,
     CacheEntry,
     CheckpointRow,
-    CheckpointWrite,
     Encoded,
     EventInfo,
     Proposal,
@@ -37,21 +36,18 @@ from letitloop.kernel._records import (
     Record,
     budget_record,
     cache_record,
-    decide_record,
-    propose_record,
-    uncache_record,
     without_payload,
 )
 from letitloop.kernel._state import (
     JournalState,
     RunEntry,
-    cancel_record,
     holder_label,
     rearm_record,
     reset_record,
     resolve_record,
     run_state,
 )
+from letitloop.kernel._writes import RecordWrites
 
 
 class MemoryStore:
@@ -116,7 +112,7 @@ def entry_info(entry: RunEntry) -> RunInfo:
     )
 
 
-class MemoryJournal:
+class MemoryJournal(RecordWrites):
     """See the module docstring."""
 
     location = ":memory:"
@@ -219,6 +215,9 @@ class MemoryJournal:
         with self.store.cond:
             self._write(records)
 
+    def _append_to_run(self, run_id: str, records: list[Record]) -> None:
+        self.append(records)
+
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
         for rec in reversed(self.store.records):
             if (rec["run"], rec.get("epoch"), rec.get("pos"), rec.get("att")) == (
@@ -303,9 +302,6 @@ class MemoryJournal:
             entries = sorted(self.store.cache.values(), key=lambda e: e.created, reverse=True)
         return [e._replace(codec=None, output=None) for e in entries[:limit]]
 
-    def cache_clear(self, fn: str | None = None) -> None:
-        self.append([uncache_record(fn)])
-
     def set_budget(
         self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
     ) -> None:
@@ -315,16 +311,10 @@ class MemoryJournal:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             self._write([budget_record(run_id, entry.epoch, usd_micros, tokens, by)])
 
-    def propose(self, proposal: Proposal) -> None:
-        self.append([propose_record(proposal)])
-
     def proposals(self, state: str | None = None) -> list[Proposal]:
         with self.store.cond:
             found = list(self.store.proposals.values())
         return [p for p in found if state in (None, p.state)]
-
-    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
-        self.append([decide_record(proposal_id, state, by, note)])
 
     def approvals(
         self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
@@ -333,37 +323,6 @@ class MemoryJournal:
             rows = list(self.store.approvals.values())
         rows = [r for r in rows if status in (None, r.status) and run_id in (None, r.run_id)]
         return sorted(rows, key=lambda r: r.created, reverse=True)[:limit]
-
-    def decide_approval(
-        self,
-        approval_id: str,
-        *,
-        approved: bool,
-        by: str,
-        comment: str | None = None,
-        payload: Any = None,
-        timed_out_at: float | None = None,
-    ) -> ApprovalInfo:
-        row = _approvals.match(approval_id, self.approvals(limit=1 << 30))
-        rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
-        self.append([rec])
-        with self.store.cond:
-            return self.store.approvals[row.id]
-
-    def cancel_run(self, run_id: str, by: str, reason: str | None = None) -> None:
-        with self.store.cond:
-            entry = self.store.state.runs.get(run_id)
-            if entry is None:
-                raise JournalError(f"no run {run_id!r}", run_id=run_id)
-            self._write([cancel_record(entry, by, reason)])
-
-    def note_restart(self, run_id: str, by: str, reason: str) -> None:
-        with self.store.cond:
-            entry = self.store.state.runs.get(run_id)
-            if entry is None:
-                raise JournalError(f"no run {run_id!r}", run_id=run_id)
-            rec = {"k": "restart", "run": run_id, "epoch": entry.epoch, "by": by}
-            self._write([rec | {"reason": reason, "ts": time.time()}])
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         with self.store.cond:
@@ -391,28 +350,6 @@ class MemoryJournal:
             self.store.records = [r for r in self.store.records if r["run"] not in doomed]
             return len(doomed)
 
-    def put_checkpoint(
-        self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
-    ) -> None:
-        self.append([_checkpoints.put_record(row, workflow, status, meta)])
-
-    def put_checkpoint_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[CheckpointWrite],
-        *,
-        status: str | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> None:
-        rec = _checkpoints.writes_record(
-            thread_id, ns, checkpoint_id, task_id, task_path, writes, status, error
-        )
-        self.append([rec])
-
     def checkpoints(
         self,
         *,
@@ -426,18 +363,6 @@ class MemoryJournal:
         req = {"thread": thread_id, "ns": ns, "cid": checkpoint_id, "before": before}
         with self.store.cond:
             return self.store.checkpoints.query(req | {"filter": filter, "limit": limit})
-
-    def delete_checkpoints(
-        self,
-        *,
-        thread_ids: Sequence[str] | None = None,
-        run_ids: Sequence[str] | None = None,
-        keep_latest: bool = False,
-    ) -> None:
-        self.append([_checkpoints.delete_record(thread_ids, run_ids, keep_latest)])
-
-    def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
-        self.append([_checkpoints.copy_record(source_thread_id, target_thread_id)])
 
     def close(self) -> None:
         with self.store.cond:
