@@ -143,7 +143,7 @@ def _remember(key: tuple[Any, ...], chunk: _Chunk) -> _Chunk:
 
 def _first_line(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", None) or []
-    return min([d.lineno for d in decorators] + [node.lineno]) - 1
+    return int(min([d.lineno for d in decorators] + [node.lineno])) - 1
 
 
 def _chunks(text: str, cell: str | None) -> list[tuple[int, _Chunk]]:

@@ -46,7 +46,14 @@ NONDETERMINISTIC = {f"time.{n}" for n in _TIME} | {
 NONDETERMINISTIC_MODULES = ("random", "secrets", "numpy.random")
 ENVIRONMENT = {"os.getenv", "os.environ.get", "os.getenvb", "os.environ.copy", "dict"}
 ENVIRONMENT.discard("dict")
-NETWORK_MODULES = ("requests", "httpx", "openai", "anthropic", "aiohttp", "urllib.request")
+NETWORK_MODULES: tuple[str, ...] = (
+    "requests",
+    "httpx",
+    "openai",
+    "anthropic",
+    "aiohttp",
+    "urllib.request",
+)
 NETWORK_MODULES += ("urllib3", "socket", "smtplib", "boto3", "litellm")
 SIDE_EFFECTS = {
     "os.system",
@@ -197,9 +204,8 @@ class RuleVisitor(ast.NodeVisitor):
         cls = node.__class__
         method = _DISPATCH.get(cls)
         if method is None:
-            method = _DISPATCH[cls] = getattr(RuleVisitor, "visit_" + cls.__name__, None)
-            if method is None:
-                method = _DISPATCH[cls] = _children(cls)
+            found: Any = getattr(RuleVisitor, "visit_" + cls.__name__, None)
+            method = _DISPATCH[cls] = found if found is not None else _children(cls)
         method(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:

@@ -328,10 +328,10 @@ async def code_lens(ls: LilServer, params: types.CodeLensParams) -> list[types.C
             if title:
                 lens(site.name_span, title, "letitloop.showRuns", uri)
         for approval in state.approvals:
-            site = next((s for s in fn.steps if s.name == approval.name), None)
-            if site is not None:
-                lens(site.name_span, "Approve", "letitloop.approve", approval.id)
-                lens(site.name_span, "Reject", "letitloop.reject", approval.id)
+            asked = next((s for s in fn.steps if s.name == approval.name), None)
+            if asked is not None:
+                lens(asked.name_span, "Approve", "letitloop.approve", approval.id)
+                lens(asked.name_span, "Reject", "letitloop.reject", approval.id)
     return lenses
 
 

@@ -20,6 +20,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 
+from letitloop.kernel._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._approvals import ApprovalsScreen
 from letitloop.tui._detail import DetailScreen
@@ -105,8 +106,11 @@ class LilApp(App[None]):
     @work(thread=True, group="feed")
     def _subscribe(self) -> None:
 
+        def feed(events: list[EventInfo]) -> None:
+            self.post_message(JournalChanged(events))
+
         try:
-            self.model.subscribe(lambda events: self.post_message(JournalChanged(events)))
+            self.model.subscribe(feed)
         except Exception as exc:  # shown, never fatal: see LilApp.journal_problem
             self.post_message(JournalProblem(exc))
 

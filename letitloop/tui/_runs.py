@@ -189,7 +189,7 @@ class RunsScreen(RunActions, JournalScreen):
         self.rebuild()
         self.loaded += 1
 
-    def visible(self) -> list[RunRow]:
+    def visible_rows(self) -> list[RunRow]:
         rows = [r for r in self.rows.values() if r.matches(self.status_filter, self.text_filter)]
         rows.sort(key=SORT_KEYS[self.sort_key], reverse=self.sort_reverse)
         return rows
@@ -200,7 +200,7 @@ class RunsScreen(RunActions, JournalScreen):
         table = self.table
         keep = self.selected_run()
         table.clear()
-        rows = self.visible()
+        rows = self.visible_rows()
         self.matching = len(rows)
         for r in rows[: self.window]:
             table.add_row(*self.cells(r), key=r.run_id)
@@ -215,7 +215,7 @@ class RunsScreen(RunActions, JournalScreen):
         if start >= self.matching:
             return
         self.window = start + PAGE
-        for r in self.visible()[start : self.window]:
+        for r in self.visible_rows()[start : self.window]:
             table.add_row(*self.cells(r), key=r.run_id)
         self.update_state()
 
@@ -225,7 +225,7 @@ class RunsScreen(RunActions, JournalScreen):
 
     @staticmethod
     def cells(r: RunRow) -> tuple[Any, ...]:
-        c = list(r.cells())
+        c: list[Any] = list(r.cells())
         c[2] = status_text(r.status)
         return tuple(c)
 
