@@ -26,6 +26,13 @@ def resume_run(journal: Journal, run: str) -> Any:
     info = detail.run
     if info.status == "completed" and detail.result is not None:
         return codec_for(journal).decode(*detail.result, what=f"result of run {run_id}")
+    if info.workflow.startswith("langgraph:"):
+        raise ConfigError(
+            f"run {run_id} is a LangGraph thread: LangGraph resumes it, not letitloop",
+            fix="invoke the graph again with the same thread_id (Command(resume=...) after an "
+            "interrupt)",
+            run_id=run_id,
+        )
     if info.parent is not None:
         raise ConfigError(
             f"run {run_id} is a child run of {info.parent}; it continues when its parent does",

@@ -247,6 +247,13 @@ class JournalState:
             from letitloop.kernel._approvals import check_answer
 
             return check_answer(entry, rec)  # a person decides while the run waits holding it
+        if k == "reset" and entry.workflow.startswith("langgraph:"):
+            raise JournalError(
+                f"run {run_id} is a LangGraph thread: its checkpoints are LangGraph's to manage",
+                fix="delete the thread with the checkpointer's delete_thread(), or fork it with "
+                "update_state",
+                run_id=run_id,
+            )
         if k in ("resolve", "reset"):
             if entry.holder is not None and entry.holder != session:
                 raise RunLockedError(

@@ -166,3 +166,30 @@ def test_checkpoints_survive_a_killed_owner(journal_path: Path, tmp_path: Path) 
     assert [t.metadata["step"] for t in found] == [2, 1, 0, -1]
     assert _threads(saver) == {"langgraph:survivor": ("suspended", 4)}
     assert any(w[1] == "__interrupt__" for w in found[0].pending_writes or [])
+
+
+def test_reset_and_resume_refuse_a_langgraph_thread(journal_path: Path) -> None:
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from letitloop.kernel._client import open_journal
+    from letitloop.kernel._errors import ConfigError
+    from letitloop.kernel._resume import resume_run
+
+    saver = LetItLoopCheckpointSaver(journal_path)
+
+    class S(TypedDict):
+        n: int
+
+    graph = StateGraph(S)
+    graph.add_node("inc", lambda s: {"n": s["n"] + 1})
+    graph.add_edge(START, "inc")
+    graph.add_edge("inc", END)
+    app = graph.compile(checkpointer=saver)
+    assert app.invoke({"n": 1}, {"configurable": {"thread_id": "t-guard"}}) == {"n": 2}
+    journal = open_journal(journal_path)
+    run_id = journal.find_run("langgraph:t-guard")
+    with pytest.raises(JournalError, match="LangGraph thread"):
+        journal.reset_run(run_id, by="ops")
+    with pytest.raises(ConfigError, match="LangGraph resumes it"):
+        resume_run(journal, run_id)
