@@ -326,14 +326,14 @@ class Model:
         for e in events:
             d = e.data
             if row is None:
-                if e.kind != "run":
+                if e.kind not in ("run", "lgput"):
                     return None  # a run this screen never saw the start of: read it instead
                 row = RunRow(
                     run_id=e.run_id,
                     workflow=str(d.get("wf", e.run_id.split(":", 1)[0])),
-                    status="running",
-                    done=0,
-                    total=0,
+                    status=str(d.get("status") or "running"),
+                    done=int(e.kind == "lgput"),  # a thread's first checkpoint counts
+                    total=int(e.kind == "lgput"),
                     current="-",
                     created=e.ts,
                     ended=None,
@@ -358,6 +358,14 @@ class Model:
                 status = "suspended"
             elif e.kind == "reset":
                 status, done, total, current = "reset", 0, 0, "-"
+            elif e.kind == "cancel":
+                status, current = "cancelled", ""
+            elif e.kind == "lgput":  # a LangGraph checkpoint: one more step of the thread
+                status, current = str(d.get("status") or status), "checkpoint"
+                done += 1
+                total = max(total, done)
+            elif e.kind == "lgwrite" and d.get("status"):
+                status = str(d["status"])
             else:
                 continue
             end = None if status == "running" else e.ts
