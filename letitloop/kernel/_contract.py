@@ -257,7 +257,8 @@ class Journal(Protocol):
         self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
     ) -> Subscription:
         """Call ``callback`` with new events as they are journaled (pushed, never polled). An
-        empty list means events may have been missed (the owner restarted): re-read state."""
+        empty list means events may have been missed (the owner restarted): re-read state. An
+        ``interrupted`` event (not a journal record) says the process executing a run is gone."""
         ...
 
     def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None: ...

@@ -366,8 +366,19 @@ class MemoryJournal(RecordWrites):
 
     def close(self) -> None:
         with self.store.cond:
-            self.store.state.release_session(self.session)
+            freed = self.store.state.release_session(self.session)
             self.store.cond.notify_all()
+            gone = [r for r in freed if self.store.state.runs[r].status == "running"]
+            seq = len(self.store.records)
+            by = holder_label(self.session)
+            events = [
+                EventInfo(seq, r, "interrupted", None, None, None, time.time(), {"by": by})
+                for r in gone
+            ]
+            for run_filter, callback in list(self.store.subscribers) if events else []:
+                mine = [e for e in events if run_filter in (None, e.run_id)]
+                if mine:
+                    callback(mine)
 
 
 def match_run(text: str, run_ids: Sequence[str]) -> str:

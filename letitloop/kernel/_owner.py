@@ -245,8 +245,21 @@ class Owner:
             self.sessions[conn.session] -= 1
             if self.sessions[conn.session] == 0:
                 del self.sessions[conn.session]
+                gone = []
                 for run_id in self.state.release_session(conn.session):
                     self._wake_waiters(run_id)
+                    entry = self.state.runs.get(run_id)
+                    if entry is not None and entry.status == "running":
+                        gone.append(entry)
+                if gone:  # the process died executing them: say so, they are interrupted now
+                    by = conn.session.split("/", 1)[0]
+                    now = time.time()
+                    self._push(
+                        [
+                            (e.last_lsn, {"k": "interrupted", "run": e.run_id, "by": by, "ts": now})
+                            for e in gone
+                        ],
+                    )
 
     # -- requests -----------------------------------------------------------------------------
 

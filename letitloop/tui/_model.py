@@ -360,6 +360,8 @@ class Model:
                 status, done, total, current = "reset", 0, 0, "-"
             elif e.kind == "cancel":
                 status, current = "cancelled", ""
+            elif e.kind == "interrupted":  # its process died (pushed by the owner)
+                status = "interrupted"
             elif e.kind == "lgput":  # a LangGraph checkpoint: one more step of the thread
                 status, current = str(d.get("status") or status), "checkpoint"
                 done += 1
