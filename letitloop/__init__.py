@@ -37,6 +37,7 @@ _EXPORTS = {
     "Suspended": "letitloop.kernel._errors",
     "ApprovalPending": "letitloop.kernel._errors",
     "approval": "letitloop.kernel._human",
+    "async_approval": "letitloop.kernel._human",
     "suspend": "letitloop.kernel._human",
     "Decision": "letitloop.kernel._human",
     "supervise": "letitloop.kernel._supervise",
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
         RunLockedError,
         Suspended,
     )
-    from letitloop.kernel._human import Decision, approval, suspend
+    from letitloop.kernel._human import Decision, approval, async_approval, suspend
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._memory import MemoryJournal
     from letitloop.kernel._options import DurableOptions

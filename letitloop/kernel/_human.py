@@ -6,8 +6,9 @@ the notebook widget or the editor, all through ``Journal.decide_approval``), wit
 Without a decision by the deadline it applies ``on_timeout``, as of the deadline, even when no
 process was running then. With ``wait=False`` or ``on_timeout="suspend"`` the run is suspended
 and the process may exit; calling the workflow again (or ``lil runs resume``) picks up the
-decision and goes on. ``suspend(reason)`` stops the run once at that point; the next call
-continues past it.
+decision and goes on. ``async_approval`` is the same for ``@durable_async`` workflows, waiting
+on a worker thread so the event loop stays free. ``suspend(reason)`` stops the run once at
+that point; the next call continues past it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,60 @@ def approval(
     duration (``"2h"``); ``on_timeout`` is ``"reject"``, ``"approve"`` or ``"suspend"``.
     """
     ctx = require_run("approval()")
+    asked = _ask(ctx, name, payload, schema, timeout, on_timeout)
+    if isinstance(asked, Decision):
+        return asked
+    if asked.request is not None:
+        ctx.journal.append([asked.request])
+    row = _await_decision(ctx, asked.id, asked.pos, name, wait and may_wait.get())
+    return _decided(ctx, asked, row)
+
+
+async def async_approval(
+    name: str,
+    payload: Any = None,
+    *,
+    schema: dict[str, Any] | None = None,
+    timeout: float | str | None = None,
+    on_timeout: str = "reject",
+    wait: bool = True,
+) -> Decision:
+    """``approval`` for ``@durable_async`` workflows: the wait blocks a worker thread, never the
+    event loop, so the workflow's other tasks go on while a person decides."""
+    import asyncio
+
+    ctx = require_run("async_approval()")
+    asked = _ask(ctx, name, payload, schema, timeout, on_timeout)  # the position, in call order
+    if isinstance(asked, Decision):
+        return asked
+    if asked.request is not None:
+        await asyncio.to_thread(ctx.journal.append, [asked.request])
+    waits = wait and may_wait.get()
+    row = await asyncio.to_thread(_await_decision, ctx, asked.id, asked.pos, name, waits)
+    return await asyncio.to_thread(_decided, ctx, asked, row)
+
+
+class _Asked(NamedTuple):
+    """An approval at its position, not decided yet: its id and the request to journal (None
+    when an earlier call journaled it)."""
+
+    pos: int
+    att: int
+    fp: str
+    name: str
+    id: str
+    request: dict[str, Any] | None
+
+
+def _ask(
+    ctx: RunContext,
+    name: str,
+    payload: Any,
+    schema: dict[str, Any] | None,
+    timeout: float | str | None,
+    on_timeout: str,
+) -> Decision | _Asked:
+    """Take the approval's position: its journaled decision on replay, else what to wait for."""
     if not isinstance(name, str) or not name:
         raise ConfigError(
             f"approval name must be a non-empty string, got {name!r}",
@@ -73,11 +128,16 @@ def approval(
         return Decision(**ctx.output(rec))
     att = rec.attempt if rec is not None else ctx.first_attempt(pos)
     aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos, att)
+    request = None
     if rec is None:
         deadline = time.time() + seconds if seconds is not None else None
         ask = _approvals.ask(aid, payload, schema, deadline, on_timeout)
-        ctx.journal.append([ctx.record("step", pos, att, "approval", name, fp, ask=ask)])
-    row = _await_decision(ctx, aid, pos, name, wait and may_wait.get())
+        request = ctx.record("step", pos, att, "approval", name, fp, ask=ask)
+    return _Asked(pos, att, fp, name, aid, request)
+
+
+def _decided(ctx: RunContext, asked: _Asked, row: ApprovalInfo) -> Decision:
+    """Journal the decision as the approval's output and return it."""
     decision = Decision(
         approved=row.status == "approved",
         payload=row.edited if row.edited is not None else row.payload,
@@ -85,10 +145,11 @@ def approval(
         by=row.decided_by or "",
         at=row.decided_at or 0.0,
         timed_out=row.timed_out,
-        approval_id=aid,
+        approval_id=asked.id,
     )
-    codec, data = ctx.codec.encode(decision._asdict(), what=f"decision of approval {name!r}")
-    ident = (pos, att, "approval", name, fp)
+    what = f"decision of approval {asked.name!r}"
+    codec, data = ctx.codec.encode(decision._asdict(), what=what)
+    ident = (asked.pos, asked.att, "approval", asked.name, asked.fp)
     ctx.journal.append([ctx.record("ok", *ident, codec=codec, out=data, next=None)])
     return decision
 

@@ -26,12 +26,13 @@ def flow(journal: Any, calls: list[str], **ask: Any) -> Any:
     return run
 
 
-def decide_soon(journal: Any, **kw: Any) -> threading.Thread:
+def decide_soon(journal: Any, delay: float = 0.0, **kw: Any) -> threading.Thread:
     def go() -> None:
         rows: list[Any] = []
         while not rows:
             rows = journal.approvals(status="pending")
             time.sleep(0.02)
+        time.sleep(delay)
         journal.decide_approval(rows[0].id, **kw)
 
     thread = threading.Thread(target=go, daemon=True)
@@ -199,3 +200,32 @@ def test_a_completed_run_cannot_be_cancelled(any_journal: Any) -> None:
     finished()
     with pytest.raises(JournalError, match="already completed"):
         any_journal.cancel_run("finished:done", by="ops")
+
+
+async def test_async_approval_leaves_the_event_loop_free(any_journal: Any) -> None:
+    import asyncio
+
+    from letitloop import async_approval, async_step, durable_async
+
+    ticks: list[int] = []
+
+    @durable_async(journal=any_journal, run_id="a1", name="asyncflow")
+    async def asyncflow() -> Any:
+        draft = await async_step("draft", lambda: {"n": 3})
+
+        async def ticker() -> None:
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0.01)
+
+        running = asyncio.create_task(ticker())
+        decision = await async_approval("go", draft, schema=SCHEMA)
+        running.cancel()
+        return [decision.approved, decision.payload, decision.by]
+
+    decide_soon(any_journal, delay=0.4, approved=True, by="ana", payload={"n": 4})
+    assert await asyncflow() == [True, {"n": 4}, "ana"]
+    assert len(ticks) >= 10  # the loop ran the ticker while the approval waited
+    before = len(ticks)
+    assert await asyncflow() == [True, {"n": 4}, "ana"]  # completed: the journaled result
+    assert len(ticks) == before
