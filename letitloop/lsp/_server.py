@@ -10,9 +10,7 @@ journal gives.
 from __future__ import annotations
 
 import asyncio
-import getpass
 import os
-import socket
 import subprocess
 import sys
 from typing import Any
@@ -22,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from letitloop import __version__
+from letitloop.kernel._config import who
 from letitloop.lsp import _actions, _journal_view
 from letitloop.lsp._analysis import (
     Analysis,
@@ -46,15 +45,6 @@ NOTEBOOKS = types.NotebookDocumentSyncOptions(
         types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])
     ]
 )
-
-
-def who() -> str:
-    """``user@host``: who approved, rejected or applied something from the editor."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
 
 
 class LilServer(LanguageServer):

@@ -14,7 +14,7 @@ import base64
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -230,16 +230,9 @@ def signers(
     secret = _secret(key, key_file, env)
     if secret is not None:
         out.append(secret)
-    if signing_key is not None:
-        out.append(ed25519_signer(signing_key, source="the signing_key argument"))
-    elif signing_key_file is not None:
-        out.append(
-            ed25519_signer(
-                _read(signing_key_file, "signing key"), source=f"--signing-key {signing_key_file}"
-            )
-        )
-    elif env.get(ENV_SIGNING_KEY):
-        out.append(ed25519_signer(env[ENV_SIGNING_KEY], source=f"${ENV_SIGNING_KEY}"))
+    signer = _ed25519(ed25519_signer, "signing key", signing_key, signing_key_file, env)
+    if signer is not None:
+        out.append(signer)
     if not out:
         raise ReceiptKeyError(
             "no key to sign the receipt with: a receipt without a secret key is a hash anyone "
@@ -265,16 +258,9 @@ def verifiers(
     secret = _secret(key, key_file, env)
     if secret is not None:
         out.append(secret)
-    if public_key is not None:
-        out.append(ed25519_verifier(public_key, source="the public_key argument"))
-    elif public_key_file is not None:
-        out.append(
-            ed25519_verifier(
-                _read(public_key_file, "public key"), source=f"--public-key {public_key_file}"
-            )
-        )
-    elif env.get(ENV_PUBLIC_KEY):
-        out.append(ed25519_verifier(env[ENV_PUBLIC_KEY], source=f"${ENV_PUBLIC_KEY}"))
+    verifier = _ed25519(ed25519_verifier, "public key", public_key, public_key_file, env)
+    if verifier is not None:
+        out.append(verifier)
     if not out:
         raise ReceiptKeyError(
             "no key to verify the receipt with",
@@ -282,3 +268,21 @@ def verifiers(
             f"FILE), or give the Ed25519 public key with --public-key FILE or ${ENV_PUBLIC_KEY}",
         )
     return out
+
+
+def _ed25519(
+    make: Callable[..., Any],
+    what: str,
+    value: str | bytes | None,
+    file: str | os.PathLike[str] | None,
+    env: Mapping[str, str],
+) -> Any:
+    """An Ed25519 key from the argument, else its file, else its environment variable."""
+    name = ENV_SIGNING_KEY if what == "signing key" else ENV_PUBLIC_KEY
+    if value is not None:
+        return make(value, source=f"the {what.replace(' ', '_')} argument")
+    if file is not None:
+        return make(_read(file, what), source=f"--{what.replace(' ', '-')} {file}")
+    if env.get(name):
+        return make(env[name], source=f"${name}")
+    return None

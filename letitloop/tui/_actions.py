@@ -7,9 +7,7 @@ could serve another front end.
 
 from __future__ import annotations
 
-import getpass
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,17 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from letitloop.kernel._config import who as who  # who decides, as journaled: user@host
+
 if TYPE_CHECKING:
     from letitloop.kernel._client import OwnerJournal
-
-
-def who() -> str:
-    """Who decides, as journaled: user@host."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
 
 
 # -- approvals ----------------------------------------------------------------------------------

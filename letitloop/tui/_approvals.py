@@ -40,25 +40,16 @@ def payload_text(payload: Any) -> str:
 
 
 def check_payload(text: str, schema: dict[str, Any] | None) -> Any:
-    """Parse an edited payload and check the parts of its schema that matter most (type, required
-    keys, property types); the journal checks it fully when the decision is recorded."""
+    """Parse an edited payload and check it against the approval's schema: the check the journal
+    makes when the decision is recorded, run before the dialog closes."""
+    from letitloop.kernel._approvals import check_payload as check_schema
+    from letitloop.kernel._errors import ConfigError
+
     value = json.loads(text)
-    if not schema:
-        return value
-    types = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool}
-    types["number"] = (int, float)  # type: ignore[assignment]
-    want = schema.get("type")
-    if isinstance(want, str) and want in types and not isinstance(value, types[want]):
-        raise ValueError(f"the payload must be a JSON {want}")
-    if isinstance(value, dict):
-        missing = [k for k in schema.get("required", []) if k not in value]
-        if missing:
-            raise ValueError(f"missing required field(s): {', '.join(missing)}")
-        for key, sub in (schema.get("properties") or {}).items():
-            kind = sub.get("type") if isinstance(sub, dict) else None
-            bad = isinstance(kind, str) and kind in types and key in value
-            if bad and not isinstance(value[key], types[kind]):  # type: ignore[index]
-                raise ValueError(f"field {key!r} must be a JSON {kind}")
+    try:
+        check_schema(schema, value, "the payload")
+    except ConfigError as exc:
+        raise ValueError(exc.message) from None
     return value
 
 
