@@ -202,6 +202,5 @@ def _deadline(row: ApprovalInfo) -> str:
     return f"in {out.duration(left)}" if left > 0 else f"passed {out.ago(row.deadline)}"
 
 
-def _short(payload: Any, limit: int = 60) -> str:
-    text = json.dumps(payload, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _short(payload: Any) -> str:
+    return out.one_line(json.dumps(payload, ensure_ascii=False))
