@@ -88,7 +88,7 @@ def main() -> None:
         cli = [
             one_round(journal_path, env, f"cli-{i}", True) for i in range(max(3, args.rounds // 3))
         ]
-        from letitloop.kernel._client import stop_owner
+        from letitloop.journal.duckdb._client import stop_owner
 
         stop_owner(journal_path)
     ms = 1000.0

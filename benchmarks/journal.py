@@ -452,8 +452,8 @@ def writer_main(journal: str, run_id: str, t0: float, t1: float) -> None:
 
 def stop_owner_hard(journal: Path) -> None:
     """Stop a journal's owner; if it does not answer, end it by the pid in its pid file."""
-    from letitloop.kernel._client import stop_owner
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
+    from letitloop.journal.duckdb._client import stop_owner
 
     pid_file = JournalPaths(journal).pid_file
     if METER is not None:
@@ -655,7 +655,7 @@ def measure(
     journals.append(size_journal)
     payload_bytes = write_payload(size_journal, plan.size_small, plan.size_big)
     stop_owner_hard(size_journal)
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
 
     paths = JournalPaths(size_journal)
     wal = size_journal.with_name(size_journal.name + ".wal")

@@ -69,7 +69,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="lg-", dir=base))
     os.environ.setdefault("LIL_KEY_DIR", str(scratch / "keys"))
     os.environ["LIL_OWNER_IDLE"] = "900"
-    from letitloop.kernel._client import open_journal, stop_owner
+    from letitloop.journal.duckdb._client import open_journal, stop_owner
 
     journal_path = scratch / "journal" / "journal.duckdb"
     try:

@@ -135,7 +135,7 @@ def populate(workdir: Path, journal: Path, events: int) -> int:
         if p.wait() != 0:
             raise SystemExit("a bulk worker failed")
     subprocess.run([sys.executable, "bench_target.py", "20"], cwd=workdir, env=env, check=True)
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     stats = open_journal(journal).stats()
     print(
@@ -279,7 +279,7 @@ def main() -> None:
             f"when opened {opened:.1f} ms / 200 ms = {opened / 200:.2f}x"
         )
     finally:
-        from letitloop.kernel._client import stop_owner
+        from letitloop.journal.duckdb._client import stop_owner
 
         stop_owner(journal)
         shutil.rmtree(workdir, ignore_errors=True)

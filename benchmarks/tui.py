@@ -4,7 +4,7 @@
     python benchmarks/tui.py --runs 1000 --events-per-run 100 --journal /tmp/small/j.duckdb
 
 The journal is built by appending records through the journal client (``journal.append`` with
-the record formats of ``letitloop/kernel/_records.py``) from a pool of processes, since running
+the record formats of ``letitloop/journal/_records.py``) from a pool of processes, since running
 10,000 real workflows of 49 steps each would take much longer; each run is a ``run`` record,
 49 steps (``step`` + ``ok``) and a ``done`` or ``fail`` record: 100 events. Then, in this process,
 the app is opened headless (``App.run_test``) and measured:
@@ -73,7 +73,7 @@ def run_records(i: int, steps: int, now: float) -> list[dict[str, Any]]:
 
 def fill_part(path: str, start: int, stop: int, steps: int) -> int:
     """Open each run (its ``run`` record, with a lease), then append its records in batches."""
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     journal = open_journal(path)
     now = time.time()
@@ -103,7 +103,7 @@ def fill_part(path: str, start: int, stop: int, steps: int) -> int:
 
 
 def build(path: Path, runs: int, steps: int, workers: int) -> None:
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     have = open_journal(path).stats()
     if have.get("runs", 0) >= runs:
@@ -150,7 +150,7 @@ async def measure_open(path: Path, runs: int) -> tuple[float, float]:
 
 
 async def measure_live(path: Path, runs: int, samples: int) -> tuple[list[float], list[float]]:
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
     from letitloop.tui._app import LilApp
 
     writer = open_journal(path)
@@ -215,7 +215,7 @@ async def measure_live(path: Path, runs: int, samples: int) -> tuple[list[float]
 
 def owner_list_runs(path: Path, times: int = 3) -> float:
     """The journal's own share of opening: one ``list_runs`` of every run (median)."""
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     journal = open_journal(path)
     took = []

@@ -20,8 +20,8 @@ _EXPORTS = {
     "async_step": "letitloop.kernel._runtime",
     "atomic_marker": "letitloop.kernel._marker",
     "current_step": "letitloop.kernel._context",
-    "open_journal": "letitloop.kernel._client",
-    "MemoryJournal": "letitloop.kernel._memory",
+    "open_journal": "letitloop.journal",
+    "MemoryJournal": "letitloop.journal._memory",
     "DurableOptions": "letitloop.kernel._options",
     "LetItLoopError": "letitloop.kernel._errors",
     "NonDeterminismError": "letitloop.kernel._errors",
@@ -48,7 +48,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal import open_journal
+    from letitloop.journal._memory import MemoryJournal
     from letitloop.kernel._context import current_step
     from letitloop.kernel._cost import record_cost
     from letitloop.kernel._errors import (
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
     )
     from letitloop.kernel._human import Decision, approval, async_approval, suspend
     from letitloop.kernel._marker import atomic_marker
-    from letitloop.kernel._memory import MemoryJournal
     from letitloop.kernel._options import DurableOptions
     from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
     from letitloop.kernel._runtime import async_step, durable, durable_async, step

@@ -36,8 +36,8 @@ def modules_after(code: str) -> set[str]:
 
 
 def _kill_owner(path: Path) -> None:
-    from letitloop.kernel._client import stop_owner
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
+    from letitloop.journal.duckdb._client import stop_owner
 
     if stop_owner(path) is None:
         pid_file = JournalPaths(path).pid_file
@@ -61,13 +61,13 @@ def journal_path(tmp_path: Path) -> Iterator[Path]:
 @pytest.fixture
 def journal(journal_path: Path):  # type: ignore[no-untyped-def]
     """The real owner-backed journal for ``journal_path``."""
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     return open_journal(journal_path)
 
 
 @pytest.fixture
 def memory_journal():  # type: ignore[no-untyped-def]
-    from letitloop.kernel._memory import MemoryJournal
+    from letitloop.journal._memory import MemoryJournal
 
     return MemoryJournal()

@@ -20,18 +20,43 @@ def test_import_letitloop_loads_no_heavy_module() -> None:
 def test_kernel_runtime_loads_no_front_end() -> None:
     loaded = modules_after(
         "from letitloop import durable, step, atomic_marker, durable_async, async_step\n"
-        "import letitloop.kernel._client, letitloop.kernel._memory"
+        "import letitloop.journal.duckdb._client, letitloop.journal._memory"
     )
     assert not [m for m in HEAVY if m in loaded]
     assert not [m for m in loaded if m.startswith(("letitloop.cli", "letitloop.tui"))]
 
 
+FRONT_ENDS = (
+    "letitloop.cli",
+    "letitloop.notebook_ext",
+    "letitloop.lsp",
+    "letitloop.tui",
+    "letitloop.jupyter",
+    "letitloop.splice",
+    "letitloop.adapters",
+)
+BACKENDS = ("letitloop.journal.duckdb", "letitloop.journal.postgres")
+
+
+def _imports(path: Path, rooms: tuple[str, ...]) -> list[str]:
+    text = path.read_text()
+    return [room for room in rooms if f"import {room}" in text or f"from {room}" in text]
+
+
 def test_kernel_sources_import_no_front_end() -> None:
-    rooms = ("letitloop.cli", "letitloop.notebook_ext", "letitloop.lsp", "letitloop.tui")
     for path in (ROOT / "letitloop" / "kernel").glob("*.py"):
-        text = path.read_text()
-        for room in rooms:
-            assert f"import {room}" not in text and f"from {room}" not in text, (path, room)
+        assert not _imports(path, FRONT_ENDS), path
+
+
+def test_runtime_imports_no_backend_directly() -> None:
+    """The runtime reaches a backend only through ``letitloop.journal.open_journal``."""
+    for path in (ROOT / "letitloop" / "kernel").glob("*.py"):
+        assert not _imports(path, BACKENDS), path
+
+
+def test_backends_import_no_front_end() -> None:
+    for path in (ROOT / "letitloop" / "journal").rglob("*.py"):
+        assert not _imports(path, FRONT_ENDS), path
 
 
 def test_exported_members_resolve_and_are_documented() -> None:

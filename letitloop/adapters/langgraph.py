@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
-from letitloop.kernel._contract import CheckpointRow, CheckpointWrite, Journal
+from letitloop.journal._contract import CheckpointRow, CheckpointWrite, Journal
 from letitloop.kernel._errors import ConfigError
 
 try:
@@ -75,7 +75,7 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
     def journal(self) -> Journal:
         """The journal, opened (and its owner started) on first use."""
         if self._journal is None:
-            from letitloop.kernel._client import open_journal
+            from letitloop.journal.duckdb._client import open_journal
 
             self._journal = open_journal(self._path)
         return self._journal

@@ -7,7 +7,7 @@
     lil runs gc --older-than 7d       lil demo
 
 Every command takes ``--journal PATH`` (default: $LIL_JOURNAL, else discovery as in
-``kernel._config``) and most take ``--json``. Library errors print ``error: ...`` and
+``journal._config``) and most take ``--json``. Library errors print ``error: ...`` and
 ``  fix: ...`` on stderr and exit 1. Command modules are imported only when their command runs,
 and the kernel client never imports duckdb, so ``lil --help`` is quick.
 """

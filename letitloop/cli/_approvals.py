@@ -12,7 +12,7 @@ from letitloop.cli import _output as out
 from letitloop.cli._shared import HUGE, LilError, journal_option, json_option, open_cli_journal, who
 
 if TYPE_CHECKING:
-    from letitloop.kernel._contract import ApprovalInfo
+    from letitloop.journal._contract import ApprovalInfo
 
 STATUSES = ("pending", "approved", "rejected", "cancelled")
 
@@ -167,7 +167,7 @@ def _decide(
 
 
 def _find(approval_id: str) -> ApprovalInfo:
-    from letitloop.kernel._approvals import match
+    from letitloop.journal._approvals import match
 
     return match(approval_id, open_cli_journal().approvals(limit=HUGE))
 

@@ -55,7 +55,7 @@ class Demo:
 
     def prepare(self) -> None:
         """Write the script into a clean workspace (removing only a previous demo's files)."""
-        from letitloop.kernel._client import stop_owner
+        from letitloop.journal.duckdb._client import stop_owner
 
         self.dir.mkdir(parents=True, exist_ok=True)
         journal_dir = self.journal_file.parent
@@ -246,7 +246,7 @@ class Demo:
         return ok
 
     def run(self) -> bool:
-        from letitloop.kernel._client import open_journal, stop_owner
+        from letitloop.journal.duckdb._client import open_journal, stop_owner
 
         self.prepare()
         done = subprocess.run(

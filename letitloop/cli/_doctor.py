@@ -28,8 +28,8 @@ class Check:
 
 
 def explain_journal(explicit: str | None) -> tuple[Path, str]:
-    """The journal path and which discovery rule chose it (mirrors ``kernel._config``)."""
-    from letitloop.kernel._config import _PROJECT_MARKERS, _pyproject_journal, find_journal
+    """The journal path and which discovery rule chose it (mirrors ``journal._config``)."""
+    from letitloop.journal._config import _PROJECT_MARKERS, _pyproject_journal, find_journal
 
     path = find_journal(explicit)
     if explicit is not None:
@@ -96,7 +96,7 @@ def check_filesystem(directory: Path, mounts_file: str = "/proc/mounts") -> Chec
 
 
 def check_log(log_dir: Path) -> Check:
-    from letitloop.kernel._log import _frames
+    from letitloop.journal.duckdb._log import _frames
 
     try:
         segments = sorted(p for p in log_dir.iterdir() if p.name.endswith(".wal"))
@@ -141,7 +141,7 @@ def check_key_dir(journal_id: str | None) -> Check:
 
 
 def run_checks(explicit: str | None) -> list[Check]:
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
     from letitloop.kernel._errors import LetItLoopError
 
     try:
@@ -170,8 +170,8 @@ def run_checks(explicit: str | None) -> list[Check]:
 
 def _check_owner(path: Path, checks: list[Check]) -> str | None:
     """Start (or reach) the owner and say hello on a fresh connection; check the protocol."""
-    from letitloop.kernel import _wire
-    from letitloop.kernel._client import OwnerJournal
+    from letitloop.journal.duckdb import _wire
+    from letitloop.journal.duckdb._client import OwnerJournal
     from letitloop.kernel._errors import JournalVersionError, LetItLoopError
 
     t0 = time.perf_counter()

@@ -18,7 +18,7 @@ from letitloop.cli._shared import (
 )
 
 if TYPE_CHECKING:
-    from letitloop.kernel._contract import AttemptInfo, RunDetail
+    from letitloop.journal._contract import AttemptInfo, RunDetail
 
 
 @click.group()

@@ -55,7 +55,7 @@ def _file_bytes(path: Path) -> int:
 
 def _offline(path: Path) -> dict[str, Any]:
     """What can be said about a journal without its owner (and without starting one)."""
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
 
     paths = JournalPaths(path)
     pid = _pid_file(paths.pid_file)
@@ -85,7 +85,7 @@ def status_cmd(as_json: bool) -> None:
     Example:
         lil journal status --json
     """
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
 
     path = journal_path()
     if not owner_answers(JournalPaths(path).socket):
@@ -156,7 +156,7 @@ def stop_cmd(as_json: bool) -> None:
     Example:
         lil journal stop
     """
-    from letitloop.kernel._client import stop_owner
+    from letitloop.journal.duckdb._client import stop_owner
 
     path = journal_path()
     pid = stop_owner(path)
@@ -175,7 +175,7 @@ def stop_cmd(as_json: bool) -> None:
 def sql_cmd(query: str, as_json: bool) -> None:
     """Run one read-only SELECT against the journal's tables, through its owner.
 
-    Tables: runs, steps, events (see `letitloop/kernel/_store.py`).
+    Tables: runs, steps, events (see `letitloop/journal/duckdb/_store.py`).
 
     \b
     Example:

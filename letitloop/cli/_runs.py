@@ -21,7 +21,7 @@ from letitloop.cli._shared import (
 )
 
 if TYPE_CHECKING:
-    from letitloop.kernel._contract import AttemptInfo, RunDetail, RunInfo
+    from letitloop.journal._contract import AttemptInfo, RunDetail, RunInfo
 
 STATUSES = ("running", "interrupted", "suspended", "completed", "failed", "cancelled", "reset")
 GC_STATUSES = ("completed", "failed", "cancelled", "reset", "interrupted")
@@ -278,7 +278,7 @@ def resume_cmd(run: str, as_json: bool) -> None:
     Example:
         lil runs resume pipeline.main:customer-42
     """
-    from letitloop.kernel._config import find_journal
+    from letitloop.journal._config import find_journal
     from letitloop.kernel._errors import Suspended
     from letitloop.kernel._resume import resume_run
 

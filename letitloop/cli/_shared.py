@@ -17,7 +17,7 @@ import click
 from letitloop.kernel._errors import LetItLoopError
 
 if TYPE_CHECKING:
-    from letitloop.kernel._client import OwnerJournal
+    from letitloop.journal.duckdb._client import OwnerJournal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,22 +114,22 @@ def journal_spec() -> str | None:
 
 
 def journal_path() -> Path:
-    """The journal file this invocation works on (``kernel._config.find_journal`` rules)."""
-    from letitloop.kernel._config import find_journal
+    """The journal file this invocation works on (``journal._config.find_journal`` rules)."""
+    from letitloop.journal._config import find_journal
 
     return find_journal(journal_spec())
 
 
 def open_cli_journal() -> OwnerJournal:
     """The owner-backed journal (starting its owner if none runs)."""
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     return open_journal(journal_path())
 
 
 def who() -> str:
     """The default ``by`` of resets and resolutions: user@host."""
-    from letitloop.kernel._config import who as kernel_who
+    from letitloop.journal._config import who as kernel_who
 
     return kernel_who()
 

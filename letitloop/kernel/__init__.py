@@ -1,5 +1,5 @@
-"""The durable-execution kernel: runs, steps, markers, the codec and the journal contract.
+"""The durable runtime: runs, steps, markers, policies, approvals, the codec and errors.
 
-It imports no front end (notebook, language server, TUI, splicer, adapters) and no heavy
-optional dependency; duckdb is imported only by the owner process.
+It speaks only the journal contract (``letitloop.journal``): it imports no backend directly, no
+front end (notebook, language server, TUI, splicer, adapters) and no heavy optional dependency.
 """

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+from letitloop.journal._contract import StepRecord
+from letitloop.journal._state import error_dict
 from letitloop.kernel._context import RunContext
-from letitloop.kernel._contract import StepRecord
 from letitloop.kernel._errors import ConfigError, DeadLetteredError
 from letitloop.kernel._policy import (
     CLOCK,
@@ -31,7 +32,6 @@ from letitloop.kernel._policy import (
     StepTimeout,
     classify,
 )
-from letitloop.kernel._state import error_dict
 
 
 class Attempts:

@@ -11,8 +11,10 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
+from letitloop.journal._contract import Journal, RunState, StepRecord
+from letitloop.journal._records import Record
+from letitloop.journal._state import error_dict
 from letitloop.kernel._codec import Codec, _json_decode
-from letitloop.kernel._contract import Journal, RunState, StepRecord
 from letitloop.kernel._errors import (
     BudgetExceeded,
     CodecError,
@@ -20,8 +22,6 @@ from letitloop.kernel._errors import (
     NotInDurableContextError,
 )
 from letitloop.kernel._policy import StepOptions
-from letitloop.kernel._records import Record
-from letitloop.kernel._state import error_dict
 
 
 class StepInfo(NamedTuple):

@@ -18,10 +18,10 @@ import time
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from letitloop.kernel import _approvals
+from letitloop.journal import _approvals
+from letitloop.journal._contract import ApprovalInfo, EventInfo
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import RunContext, require_run
-from letitloop.kernel._contract import ApprovalInfo, EventInfo
 from letitloop.kernel._errors import ApprovalDecidedError, ApprovalPending, ConfigError, Suspended
 
 _NULL = ("json", b"null")

@@ -10,7 +10,7 @@ from letitloop.kernel._errors import ConfigError
 from letitloop.kernel._policy import Budget, Retry, StepOptions
 
 if TYPE_CHECKING:
-    from letitloop.kernel._contract import Journal
+    from letitloop.journal._contract import Journal
 
 JournalSpec = Union[str, "os.PathLike[str]", "Journal", None]
 
@@ -23,7 +23,7 @@ class DurableOptions:
         name: the workflow name; default ``module.qualname`` of the function.
         run_id: a fixed run key (``goal_id`` is an alias); default derived from the arguments,
             so the same call resumes and a different call is a different run.
-        journal: a journal path or ``Journal`` object; default found as ``kernel._config`` says.
+        journal: a journal path or ``Journal`` object; default found as ``journal._config`` says.
         lock_timeout: seconds to wait when another process is executing the same run, before
             raising ``RunLockedError``; 0 raises at once.
         allow_pickle: store outputs that have no readable encoding as HMAC-authenticated pickle.

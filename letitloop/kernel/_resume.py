@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from letitloop.kernel._contract import Journal
+from letitloop.journal._contract import Journal
 from letitloop.kernel._errors import ConfigError
 from letitloop.kernel._runtime import codec_for, run_again
 

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
+from letitloop.journal._contract import CacheEntry, Journal, StepRecord
+from letitloop.journal._state import error_dict
 from letitloop.kernel import _cost
 from letitloop.kernel._attempts import (
     Attempts,
@@ -35,12 +37,10 @@ from letitloop.kernel._context import (
     current_step_var,
     require_run,
 )
-from letitloop.kernel._contract import CacheEntry, Journal, StepRecord
 from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError, Suspended
 from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions, JournalSpec
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
-from letitloop.kernel._state import error_dict
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,7 +52,7 @@ def resolve_journal(spec: JournalSpec) -> Journal:
     """A Journal object for an option value: an instance as is, else the owner journal of a path."""
     if spec is not None and not isinstance(spec, (str, os.PathLike)):
         return spec
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal import open_journal
 
     return open_journal(spec)
 

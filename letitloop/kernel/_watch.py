@@ -57,14 +57,17 @@ def journal_restart(journal: Path, pid: int, by: str, reason: str, restart: int)
     that does not exist yet is not created, and journaling never stops the watch)."""
     if not journal.exists():
         return []
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal import open_journal
     from letitloop.kernel._errors import LetItLoopError
 
     label = f"{pid}@{socket.gethostname()}".replace("'", "''")
     try:
         j = open_journal(journal)
         try:
-            rows = j.sql(
+            sql = getattr(j, "sql", None)  # a SQL view of the journal; backends without one skip
+            if sql is None:
+                return []
+            rows = sql(
                 f"SELECT DISTINCT run_id FROM events WHERE kind = 'run' AND data->>'by' = '{label}'"
             )["rows"]
             runs = [r[0] for r in rows]

@@ -80,7 +80,7 @@ class JournalView:
     @functools.cached_property
     def path(self) -> Path:
         """The journal file (found once: the server's directory does not change)."""
-        from letitloop.kernel._config import find_journal
+        from letitloop.journal._config import find_journal
 
         return find_journal(self.spec)
 
@@ -88,7 +88,7 @@ class JournalView:
     def journal(self) -> Any:
         """The owner-backed journal, opened (and its owner started) on first use."""
         if self._journal is None:
-            from letitloop.kernel._client import open_journal
+            from letitloop.journal.duckdb._client import open_journal
 
             self._journal = open_journal(self.spec)
         return self._journal

@@ -134,7 +134,7 @@ def _as_kwargs(opts: DurableOptions) -> dict[str, Any]:
 
 def _reset(opts: DurableOptions, run_id: str) -> None:
     """``--fresh``: start the run over in a new epoch (the old one stays in the journal)."""
-    from letitloop.kernel._config import who
+    from letitloop.journal._config import who
     from letitloop.kernel._errors import JournalError
     from letitloop.kernel._runtime import resolve_journal
 

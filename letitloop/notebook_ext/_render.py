@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from letitloop.kernel._contract import AttemptInfo, Journal, RunInfo
+from letitloop.journal._contract import AttemptInfo, Journal, RunInfo
 from letitloop.kernel._runtime import resolve_journal
 
 _COLORS = {

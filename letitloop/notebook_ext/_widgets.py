@@ -17,8 +17,8 @@ from typing import Any
 
 import ipywidgets as W
 
-from letitloop.kernel._config import who
-from letitloop.kernel._contract import ApprovalInfo, EventInfo, Journal
+from letitloop.journal._config import who
+from letitloop.journal._contract import ApprovalInfo, EventInfo, Journal
 from letitloop.kernel._errors import LetItLoopError
 from letitloop.kernel._runtime import resolve_journal
 
@@ -92,7 +92,7 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         return f"approval {r.name!r} of run {r.run_id}: {r.status} by {r.decided_by}"
 
     def _row(self, approval_id: str) -> ApprovalInfo:
-        from letitloop.kernel._approvals import match
+        from letitloop.journal._approvals import match
 
         rows = self.journal.approvals(limit=1 << 30)
         return match(approval_id, rows)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from letitloop.kernel._contract import Journal, Proposal
+from letitloop.journal._contract import Journal, Proposal
 from letitloop.splice._errors import SpliceError, TargetNotFoundError
 from letitloop.splice._files import read_source, write_atomically
 from letitloop.splice._ops import replace, source_of
@@ -44,7 +44,7 @@ def _journal(journal: Journal | None) -> Journal:
     ctx = current_run.get()
     if ctx is not None:
         return ctx.journal
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     return open_journal()
 

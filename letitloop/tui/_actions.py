@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from letitloop.kernel._config import who as who  # who decides, as journaled: user@host
+from letitloop.journal._config import who as who  # who decides, as journaled: user@host
 
 if TYPE_CHECKING:
-    from letitloop.kernel._client import OwnerJournal
+    from letitloop.journal.duckdb._client import OwnerJournal
 
 
 # -- approvals ----------------------------------------------------------------------------------

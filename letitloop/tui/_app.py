@@ -20,7 +20,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 
-from letitloop.kernel._contract import EventInfo
+from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._approvals import ApprovalsScreen
 from letitloop.tui._detail import DetailScreen
@@ -215,6 +215,6 @@ class LilApp(App[None]):
 
 def run_app(journal: str | None = None) -> None:
     """Open the dashboard on ``journal`` (found like ``lil`` does when None)."""
-    from letitloop.kernel._config import find_journal
+    from letitloop.journal._config import find_journal
 
     LilApp(find_journal(journal)).run()

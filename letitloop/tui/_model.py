@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from letitloop.kernel._client import OwnerJournal
-    from letitloop.kernel._contract import (
+    from letitloop.journal._contract import (
         ApprovalInfo,
         AttemptInfo,
         EventInfo,
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
         RunDetail,
         RunInfo,
     )
+    from letitloop.journal.duckdb._client import OwnerJournal
 
 STATUSES = ("running", "suspended", "failed", "interrupted", "completed", "reset")
 STATUS_STYLE = {
@@ -272,8 +272,8 @@ class Model:
     def journal(self) -> OwnerJournal:
         with self._lock:
             if self._journal is None or self._journal.closed:  # closed: stop_owner() in-process
-                from letitloop.kernel._client import open_journal
-                from letitloop.kernel._config import find_journal
+                from letitloop.journal._config import find_journal
+                from letitloop.journal.duckdb._client import open_journal
 
                 self._journal = open_journal(find_journal(self._path))
             return self._journal

@@ -18,7 +18,7 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Label
 
-from letitloop.kernel._contract import EventInfo
+from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._model import RUN_COLUMNS, SORT_KEYS, STATUSES, JournalChanged, RunRow
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, status_text

@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from letitloop.kernel._contract import Proposal
+from letitloop.journal._contract import Proposal
 from letitloop.tui import _actions
 from letitloop.tui._model import JournalChanged
 from letitloop.tui._widgets import JournalScreen, PromptScreen, status_text

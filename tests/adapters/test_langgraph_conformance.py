@@ -18,7 +18,7 @@ from langgraph.checkpoint.conformance.capabilities import (
 from langgraph.checkpoint.conformance.report import CapabilityReport
 
 from letitloop.adapters.langgraph import AsyncLetItLoopCheckpointSaver, LetItLoopCheckpointSaver
-from letitloop.kernel._memory import MemoryJournal
+from letitloop.journal._memory import MemoryJournal
 
 
 class SyncDriven(LetItLoopCheckpointSaver):

@@ -13,8 +13,8 @@ from typing import Any
 from langgraph.types import Command
 
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
-from letitloop.kernel._client import open_journal
-from letitloop.kernel._contract import EventInfo
+from letitloop.journal._contract import EventInfo
+from letitloop.journal.duckdb._client import open_journal
 from tests.adapters.lg_pipeline import build
 
 HERE = Path(__file__).resolve().parent

@@ -17,7 +17,7 @@ from tests.adapters.lg_pipeline import build
 @pytest.fixture(params=["memory", "owner"])
 def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LetItLoopCheckpointSaver]:
     if request.param == "memory":
-        from letitloop.kernel._memory import MemoryJournal
+        from letitloop.journal._memory import MemoryJournal
 
         yield LetItLoopCheckpointSaver(MemoryJournal(), graph="pipeline")
         return
@@ -131,7 +131,7 @@ async def test_async_methods_keep_journal_calls_off_the_event_loop(tmp_path: Pat
     from langgraph.types import Command
 
     from letitloop.adapters.langgraph import AsyncLetItLoopCheckpointSaver
-    from letitloop.kernel._memory import MemoryJournal
+    from letitloop.journal._memory import MemoryJournal
 
     callers: list[int] = []
 
@@ -156,7 +156,7 @@ def test_checkpoints_survive_a_killed_owner(journal_path: Path, tmp_path: Path) 
     import os
     import signal
 
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
 
     saver = LetItLoopCheckpointSaver(journal_path, graph="pipeline")
     _run_to_interrupt(saver, "survivor", tmp_path / "log")  # acknowledged = in the owner's log
@@ -172,7 +172,7 @@ def test_reset_and_resume_refuse_a_langgraph_thread(journal_path: Path) -> None:
     from langgraph.graph import END, START, StateGraph
     from typing_extensions import TypedDict
 
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
     from letitloop.kernel._errors import ConfigError
     from letitloop.kernel._resume import resume_run
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 from letitloop.cli import COMMANDS, lil
 from letitloop.cli._doctor import check_filesystem, mount_for
 from letitloop.cli._shared import parse_duration
-from letitloop.kernel._client import open_journal
-from letitloop.kernel._config import JournalPaths
+from letitloop.journal._config import JournalPaths
+from letitloop.journal.duckdb._client import open_journal
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -21,8 +21,8 @@ import pytest
 from crash_helpers import Worker, kill_all, owner_pid, pid_alive, read_lines, wait_until
 
 from letitloop import open_journal
-from letitloop.kernel._client import stop_owner
-from letitloop.kernel._config import JournalPaths
+from letitloop.journal._config import JournalPaths
+from letitloop.journal.duckdb._client import stop_owner
 
 N_STEPS = 30
 MIN_KILLS = 50

@@ -21,7 +21,7 @@ import pytest
 from crash_helpers import Worker, kill_all, owner_pid, read_lines, wait_until
 
 from letitloop import open_journal
-from letitloop.kernel._config import JournalPaths
+from letitloop.journal._config import JournalPaths
 
 LOCKED_EXIT = 3
 RACE_STEPS = 8

@@ -184,7 +184,7 @@ def test_explicit_suspend_then_resume_continues_past_it(lab: Lab) -> None:
 
 
 def test_a_decision_reaches_the_waiter_across_an_owner_crash(lab: Lab) -> None:
-    from letitloop.kernel._config import JournalPaths
+    from letitloop.journal._config import JournalPaths
 
     proc = lab.start("publish", "Hello", "--timeout", "120")
     aid = pending(lab)

@@ -7,8 +7,8 @@ import signal
 import threading
 
 from letitloop import open_journal
-from letitloop.kernel._contract import EventInfo
-from letitloop.kernel._memory import MemoryJournal, MemoryStore
+from letitloop.journal._contract import EventInfo
+from letitloop.journal._memory import MemoryJournal, MemoryStore
 
 from .conftest import Lab, result_of, wait_for
 

@@ -10,12 +10,12 @@ import pytest
 @pytest.fixture(params=["memory", "owner"])
 def any_journal(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
     if request.param == "memory":
-        from letitloop.kernel._memory import MemoryJournal
+        from letitloop.journal._memory import MemoryJournal
 
         yield MemoryJournal()
         return
     path = tmp_path / "journal" / "journal.duckdb"
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     yield open_journal(path)
     from tests.conftest import _kill_owner

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from letitloop import ApprovalPending, Suspended, approval, durable, step, suspend
-from letitloop.kernel import _approvals
+from letitloop.journal import _approvals
 from letitloop.kernel._errors import ApprovalDecidedError, ConfigError, JournalError
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

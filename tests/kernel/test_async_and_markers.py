@@ -197,8 +197,8 @@ def _waiting_call(journal) -> object:  # type: ignore[no-untyped-def]
 
 
 def _second_session(journal):  # type: ignore[no-untyped-def]
-    from letitloop.kernel._client import OwnerJournal
-    from letitloop.kernel._memory import MemoryJournal
+    from letitloop.journal._memory import MemoryJournal
+    from letitloop.journal.duckdb._client import OwnerJournal
 
     if isinstance(journal, MemoryJournal):
         return MemoryJournal(journal.store)

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 
 from letitloop import durable, step
-from letitloop.kernel._client import OwnerJournal, open_journal, stop_owner
-from letitloop.kernel._config import JournalPaths
+from letitloop.journal._config import JournalPaths
+from letitloop.journal.duckdb._client import OwnerJournal, open_journal, stop_owner
 from letitloop.kernel._errors import ConfigError, JournalError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def _owner_pid(path: Path) -> int:
 
 def _alive(pid: int) -> bool:
     """True while the process runs (owners this test process started are reaped first)."""
-    from letitloop.kernel._client import _reap
+    from letitloop.journal.duckdb._client import _reap
 
     _reap()
     try:
@@ -167,7 +167,7 @@ def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) ->
     open_journal(journal_path).list_runs()
     pid = _owner_pid(journal_path)
     out = subprocess.run(
-        [sys.executable, "-m", "letitloop.kernel._owner", "--journal", str(journal_path)],
+        [sys.executable, "-m", "letitloop.journal.duckdb._owner", "--journal", str(journal_path)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -250,7 +250,7 @@ def _crash_between_attempts(journal, *, restart_owner: bool) -> None:  # type: i
     with pytest.raises(KeyboardInterrupt):
         flow()
     if restart_owner:
-        from letitloop.kernel._client import stop_owner
+        from letitloop.journal.duckdb._client import stop_owner
 
         stop_owner(journal)
     assert flow() == "long enough"

@@ -203,5 +203,5 @@ def test_pure_modules_import_no_pygls_and_no_journal() -> None:
         "import letitloop.lsp, letitloop.lsp._analysis, letitloop.lsp._positions, "
         "letitloop.lsp._actions, letitloop.lsp._journal_view"
     )
-    heavy = ["pygls", "lsprotocol", "libcst", "duckdb", "click", "letitloop.kernel._client"]
+    heavy = ["pygls", "lsprotocol", "libcst", "duckdb", "click", "letitloop.journal.duckdb._client"]
     assert [m for m in heavy if m in loaded] == []

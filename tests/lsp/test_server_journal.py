@@ -195,7 +195,7 @@ def other():
 
 
 async def test_splice_proposals_apply_and_reject(client: LanguageClient) -> None:
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
     from letitloop.splice import propose_splice
 
     path = WORK / f"target_{uuid.uuid4().hex[:8]}.py"
@@ -242,7 +242,7 @@ async def test_splice_proposals_apply_and_reject(client: LanguageClient) -> None
 async def test_approval_lenses_approve_and_resume(client: LanguageClient) -> None:
     """A run suspended on approval("ship"): Approve/Reject lenses above it; Approve journals
     the decision; "Resume last run" continues the run in the background, and it completes."""
-    from letitloop.kernel._client import open_journal
+    from letitloop.journal.duckdb._client import open_journal
 
     path = WORK / f"rel_{uuid.uuid4().hex[:8]}.py"
     path.write_text(FLOWS_SOURCE)

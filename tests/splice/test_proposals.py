@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from letitloop import durable, step
 from letitloop.cli import lil
-from letitloop.kernel._client import open_journal
+from letitloop.journal.duckdb._client import open_journal
 from letitloop.splice import (
     ProposalConflictError,
     SpliceError,

@@ -348,7 +348,8 @@ def test_importing_letitloop_the_kernel_or_the_cli_does_not_load_libcst() -> Non
     loaded = modules_after(
         "import letitloop\n"
         "from letitloop import durable, step, atomic_marker\n"
-        "import letitloop.kernel._runtime, letitloop.kernel._client, letitloop.kernel._memory\n"
+        "import letitloop.kernel._runtime, letitloop.journal.duckdb._client\n"
+        "import letitloop.journal._memory\n"
         "import letitloop.cli, letitloop.cli._splice\n"
         "from letitloop.splice import SpliceError, SpliceResult, TargetNotFoundError"
     )

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from tui_helpers import HERE, cell, in_doubt, plain, settle, until
 
 from letitloop import BudgetExceeded, DeadLetteredError
-from letitloop.kernel._client import open_journal
+from letitloop.journal.duckdb._client import open_journal
 from letitloop.splice import propose_splice
 from letitloop.tui._app import LilApp
 from letitloop.tui._detail import DetailScreen

@@ -12,7 +12,7 @@ from textual.command import CommandList
 from textual.widgets import DataTable
 from tui_helpers import settle, until
 
-from letitloop.kernel._client import OwnerJournal, stop_owner
+from letitloop.journal.duckdb._client import OwnerJournal, stop_owner
 from letitloop.kernel._errors import JournalUnavailableError
 from letitloop.tui._app import LilApp
 from letitloop.tui._effects import EffectsScreen

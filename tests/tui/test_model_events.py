@@ -11,8 +11,8 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
-from letitloop.kernel._client import open_journal
-from letitloop.kernel._contract import EventInfo
+from letitloop.journal._contract import EventInfo
+from letitloop.journal.duckdb._client import open_journal
 from letitloop.tui._model import Model
 
 

@@ -23,7 +23,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     cancel   the run is stopped for good (until reset)   run epoch by reason ts
     propose  a splice proposal              id path target code reason by base old origin ts
     decide   a proposal applied, rejected or in conflict   id state by note ts
-    lgput, lgwrite, lgdel, lgcopy   graph checkpoints (LangGraph threads), see kernel._checkpoints
+    lgput, lgwrite, lgdel, lgcopy   graph checkpoints (LangGraph threads), see journal._checkpoints
 """
 
 from __future__ import annotations

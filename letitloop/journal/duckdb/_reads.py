@@ -15,7 +15,7 @@ from letitloop import __version__ as VERSION
 from letitloop.kernel._errors import JournalError
 
 if TYPE_CHECKING:
-    from letitloop.kernel._owner import Owner
+    from letitloop.journal.duckdb._owner import Owner
 
 
 def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:

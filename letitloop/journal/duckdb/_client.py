@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from letitloop.kernel import _checkpoints, _errors, _wire
-from letitloop.kernel._config import JournalPaths, env_float, find_journal
-from letitloop.kernel._contract import (
+from letitloop.journal import _checkpoints
+from letitloop.journal._config import JournalPaths, env_float, find_journal
+from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
     CacheEntry,
@@ -31,13 +31,15 @@ from letitloop.kernel._contract import (
     RunInfo,
     RunState,
 )
-from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
-from letitloop.kernel._records import (
+from letitloop.journal._records import (
     Record,
     cache_record,
 )
-from letitloop.kernel._state import run_state
-from letitloop.kernel._writes import RecordWrites
+from letitloop.journal._state import run_state
+from letitloop.journal._writes import RecordWrites
+from letitloop.journal.duckdb import _wire
+from letitloop.kernel import _errors
+from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
 
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = threading.Lock()
@@ -45,7 +47,7 @@ _spawned: list[Any] = []  # subprocess.Popen objects of owners this process star
 
 
 def open_journal(spec: str | os.PathLike[str] | None = None) -> OwnerJournal:
-    """The process-wide journal object for a path (found as ``kernel._config`` says if None)."""
+    """The process-wide journal object for a path (found as ``journal._config`` says if None)."""
     path = find_journal(spec)
     with _journals_lock:
         journal = _journals.get(path)
@@ -298,7 +300,13 @@ class OwnerJournal(RecordWrites):
         with open(self.paths.owner_log, "ab") as log:
             self._log_from = log.seek(0, os.SEEK_END)  # show people only what this owner wrote
             proc = subprocess.Popen(
-                [sys.executable, "-m", "letitloop.kernel._owner", "--journal", self.location]
+                [
+                    sys.executable,
+                    "-m",
+                    "letitloop.journal.duckdb._owner",
+                    "--journal",
+                    self.location,
+                ]
                 + ["--ready-fd", str(ready_w)],
                 pass_fds=(ready_w,),
                 stdin=subprocess.DEVNULL,
@@ -433,7 +441,7 @@ class OwnerJournal(RecordWrites):
         return [_run_info(r) for r in self._call(req)["runs"]]
 
     def find_run(self, text: str) -> str:
-        from letitloop.kernel._memory import match_run
+        from letitloop.journal._memory import match_run
 
         return match_run(text, self._call({"op": "run_ids"})["runs"])
 

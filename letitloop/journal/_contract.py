@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from letitloop.kernel._records import Record
+from letitloop.journal._records import Record
 
 Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
 

@@ -1,4 +1,4 @@
-"""The DuckDB projection of graph checkpoints (records in ``kernel._checkpoints``), owner only.
+"""The DuckDB projection of graph checkpoints (records in ``journal._checkpoints``), owner only.
 
 Tables, created on open like the approvals table:
 
@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from letitloop.kernel._checkpoints import matches, run_id_of, status_of, step_name
+from letitloop.journal._checkpoints import matches, run_id_of, status_of, step_name
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS lg_checkpoints(

@@ -12,15 +12,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from letitloop.kernel import _approvals, _checkpoints
-from letitloop.kernel._contract import (
+from letitloop.journal import _approvals, _checkpoints
+from letitloop.journal._contract import (
     ApprovalInfo,
     CheckpointRow,
     CheckpointWrite,
     Proposal,
     RunDetail,
 )
-from letitloop.kernel._records import Record, decide_record, propose_record, uncache_record
+from letitloop.journal._records import Record, decide_record, propose_record, uncache_record
 
 
 class RecordWrites:

@@ -21,11 +21,11 @@ from typing import Any
 
 import duckdb
 
-from letitloop.kernel._approvals import COLUMNS as APPROVAL_COLS
-from letitloop.kernel._checkpoint_store import CheckpointStore
+from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
+from letitloop.journal._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
+from letitloop.journal.duckdb._checkpoint_store import CheckpointStore
 from letitloop.kernel._codec import preview
 from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
-from letitloop.kernel._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -261,7 +261,7 @@ class Store:
     def _fold_run(self, rec: Record) -> None:
         k, run_id, ts = rec["k"], rec["run"], rec["ts"]
         if k in CHECKPOINT_KINDS:
-            return  # folded in bulk by kernel._checkpoint_store
+            return  # folded in bulk by journal.duckdb._checkpoint_store
         if k == "run":
             args = rec.get("args") or [None, None]
             self.db.execute(

@@ -1,6 +1,6 @@
 """``MemoryJournal``: the Journal contract in one process's memory, for fast unit tests.
 
-It runs the same state machine as the owner process (``kernel._state``), so leases, resends,
+It runs the same state machine as the owner process (``journal._state``), so leases, resends,
 conflicts and markers behave identically; only durability and sharing between processes are
 missing. Each ``MemoryJournal`` object is one session: two objects over the same ``MemoryStore``
 act like two processes.
@@ -16,9 +16,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from letitloop.kernel import _approvals, _checkpoints
-from letitloop.kernel._codec import preview
-from letitloop.kernel._contract import (
+from letitloop.journal import _approvals, _checkpoints
+from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
     CacheEntry,
@@ -30,15 +29,14 @@ from letitloop.kernel._contract import (
     RunInfo,
     RunState,
 )
-from letitloop.kernel._errors import JournalError, RunLockedError
-from letitloop.kernel._records import (
+from letitloop.journal._records import (
     CHECKPOINT_KINDS,
     Record,
     budget_record,
     cache_record,
     without_payload,
 )
-from letitloop.kernel._state import (
+from letitloop.journal._state import (
     JournalState,
     RunEntry,
     holder_label,
@@ -47,7 +45,9 @@ from letitloop.kernel._state import (
     resolve_record,
     run_state,
 )
-from letitloop.kernel._writes import RecordWrites
+from letitloop.journal._writes import RecordWrites
+from letitloop.kernel._codec import preview
+from letitloop.kernel._errors import JournalError, RunLockedError
 
 
 class MemoryStore:

@@ -15,12 +15,12 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from letitloop.kernel._contract import ApprovalInfo
+from letitloop.journal._contract import ApprovalInfo
+from letitloop.journal._records import ON_TIMEOUT, Record, validate
 from letitloop.kernel._errors import ApprovalDecidedError, ConfigError, JournalError
-from letitloop.kernel._records import ON_TIMEOUT, Record, validate
 
 if TYPE_CHECKING:
-    from letitloop.kernel._state import RunEntry
+    from letitloop.journal._state import RunEntry
 
 STATUSES = ("pending", "approved", "rejected", "cancelled")
 COLUMNS = list(ApprovalInfo._fields)  # the store's approvals columns, in this order

@@ -13,7 +13,7 @@ Values arrive already encoded by the checkpointer's serializer as (type, bytes) 
 journal never decodes them. ``mjson`` is the metadata as JSON text, used only to filter.
 Each thread is also a run (``langgraph:<thread>`` of workflow ``langgraph:<graph>``) and each
 checkpoint one of its attempts, of kind ``checkpoint``, so every front end lists threads next
-to durable runs. ``kernel._checkpoint_store`` keeps them in DuckDB; ``MemoryCheckpoints`` below
+to durable runs. ``journal.duckdb._checkpoint_store`` keeps them in DuckDB; ``MemoryCheckpoints``
 gives the same answers in memory.
 """
 
@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from letitloop.kernel._contract import (
+from letitloop.journal._contract import (
     AttemptInfo,
     CheckpointRow,
     CheckpointWrite,

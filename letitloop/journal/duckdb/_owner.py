@@ -5,7 +5,7 @@ Started on demand by the first client (detached, in its own session), it wins an
 exits), replays its log into DuckDB, and serves clients on a Unix socket until it has been idle
 for ``LIL_OWNER_IDLE`` seconds (default 300).
 
-Threads: the *event loop* (this module) owns the sockets, the live state (``kernel._state``)
+Threads: the *event loop* (this module) owns the sockets, the live state (``journal._state``)
 and the log; a write is acknowledged after its batch is fdatasync'ed to the log (group commit).
 The *database thread* is the only user of DuckDB: it folds acknowledged records into the tables
 and answers every query after folding what was acknowledged before it (read-your-writes).
@@ -34,13 +34,9 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from letitloop import __version__ as VERSION
-from letitloop.kernel import _wire
-from letitloop.kernel._config import JournalPaths, env_float
-from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
-from letitloop.kernel._log import Log, frame
-from letitloop.kernel._reads import READS
-from letitloop.kernel._records import Record, budget_record, validate, without_payload
-from letitloop.kernel._state import (
+from letitloop.journal._config import JournalPaths, env_float
+from letitloop.journal._records import Record, budget_record, validate, without_payload
+from letitloop.journal._state import (
     _WIRE_FIELDS,
     JournalState,
     RunEntry,
@@ -48,9 +44,13 @@ from letitloop.kernel._state import (
     reset_record,
     resolve_record,
 )
+from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb._log import Log, frame
+from letitloop.journal.duckdb._reads import READS
+from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
 
 if TYPE_CHECKING:
-    from letitloop.kernel._store import Store
+    from letitloop.journal.duckdb._store import Store
 
 FOLD_DELAY = 0.02
 # runs kept in memory; older idle ones are reloaded from DuckDB when touched again
@@ -101,7 +101,7 @@ class Owner:
     def __init__(self, paths: JournalPaths, idle: float) -> None:
         self.paths = paths
         self.idle = idle
-        from letitloop.kernel._store import Store  # duckdb: only once this owner won
+        from letitloop.journal.duckdb._store import Store  # duckdb: only once this owner won
 
         self.started = time.time()
         self.store: Store = Store(paths.db)
@@ -590,7 +590,7 @@ def _serving(paths: JournalPaths) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m letitloop.kernel._owner")
+    parser = argparse.ArgumentParser(prog="python -m letitloop.journal.duckdb._owner")
     parser.add_argument("--journal", required=True, help="the journal's DuckDB file")
     parser.add_argument("--ready-fd", type=int, default=-1, help="written to once listening")
     args = parser.parse_args(argv)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from letitloop.kernel._contract import RunState, StepRecord
+from letitloop.journal._contract import RunState, StepRecord
+from letitloop.journal._records import JOURNAL_KINDS, Record, natural_key, validate
 from letitloop.kernel._errors import (
     InDoubtError,
     JournalError,
@@ -20,7 +21,6 @@ from letitloop.kernel._errors import (
     RunCancelledError,
     RunLockedError,
 )
-from letitloop.kernel._records import JOURNAL_KINDS, Record, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
 
@@ -244,7 +244,7 @@ class JournalState:
         if k in ("budget", "restart", "cancel"):
             return True  # anyone may raise a budget or cancel, even while the run executes
         if k == "answer":
-            from letitloop.kernel._approvals import check_answer
+            from letitloop.journal._approvals import check_answer
 
             return check_answer(entry, rec)  # a person decides while the run waits holding it
         if k == "reset" and entry.workflow.startswith("langgraph:"):
