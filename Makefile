@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
-SYSTEM_PACKAGES := chromium tmux neovim
+SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
 .PHONY: demo test install system-deps lint typecheck pytest bench clean
 

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,48 @@ def memory_journal():  # type: ignore[no-untyped-def]
     from letitloop.journal._memory import MemoryJournal
 
     return MemoryJournal()
+
+
+# --- PostgreSQL: one throwaway cluster per test session, a fresh database per test -------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """The session's PostgreSQL server (``tests/pg_cluster.py``): a cluster started by initdb +
+    pg_ctl in a temp dir (as the ``postgres`` user under root), or ``LIL_TEST_PG_DSN``. Its admin
+    DSN is exported as ``LIL_TEST_PG_DSN`` for subprocesses. Missing binaries fail every test
+    that needs the server, with the install command; nothing is skipped."""
+    from tests.pg_cluster import PgUnavailable, open_server
+
+    try:
+        server = open_server()
+    except PgUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    before = os.environ.get("LIL_TEST_PG_DSN")
+    os.environ["LIL_TEST_PG_DSN"] = server.dsn
+    try:
+        yield server
+    finally:
+        if before is None:
+            os.environ.pop("LIL_TEST_PG_DSN", None)
+        else:
+            os.environ["LIL_TEST_PG_DSN"] = before
+        server.close()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: Any) -> Iterator[str]:
+    """A ``postgresql://`` URL of a fresh, empty database of its own, dropped after the test
+    (with FORCE, so connections a killed worker left behind do not keep it)."""
+    from tests.pg_cluster import with_database
+
+    name = pg_server.create_database()
+    yield with_database(pg_server.dsn, name)
+    try:
+        pg_server.drop_database(name)
+    except Exception:
+        if not pg_server.managed or pg_server.running():
+            raise
+        # a test that stopped the cluster and did not start it again: the next one needs it
+        pg_server.start()
+        pg_server.drop_database(name)

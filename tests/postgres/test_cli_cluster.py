@@ -1,0 +1,88 @@
+"""The throwaway PostgreSQL cluster the suite runs on (``tests/pg_cluster.py``).
+
+Durability settings are what the journal's guarantees are tested under, every test gets an empty
+database of its own, and no postmaster outlives the process that started it, even a SIGKILLed one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from tests.conftest import ROOT
+
+
+def test_cluster_commits_durably_on_tcp_and_socket(pg_server: Any, pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn) as conn:
+        fsync, sync_commit = conn.execute(
+            "SELECT current_setting('fsync'), current_setting('synchronous_commit')"
+        ).fetchone()  # type: ignore[misc]
+    assert (fsync, sync_commit) == ("on", "on")
+    if pg_server.managed:
+        with psycopg.connect(pg_server.socket_dsn()) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert os.environ["LIL_TEST_PG_DSN"] == pg_server.dsn
+
+
+def test_each_test_gets_an_empty_database_of_its_own(pg_server: Any, pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE mine (x int)")
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchone()
+    assert tables == (1,)
+    other = pg_server.create_database()
+    try:
+        with psycopg.connect(pg_dsn.rsplit("/", 1)[0] + "/" + other) as conn:
+            assert conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchone() == (0,)
+    finally:
+        pg_server.drop_database(other)
+
+
+_STARTER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.pg_cluster import start_cluster
+s = start_cluster()
+pid = open(s.data_dir / "postmaster.pid").readline().strip()
+print(pid, s.base_dir, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_sigkilled_starter_leaves_no_postmaster_and_no_directory(pg_server: Any) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LIL_TEST_PG_DSN"}
+    starter = subprocess.Popen(
+        [sys.executable, "-c", _STARTER.format(root=str(ROOT))],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert starter.stdout is not None
+    line = starter.stdout.readline().split()
+    postmaster, base = int(line[0]), Path(line[1])
+    assert _alive(postmaster) and (base / "data" / "postmaster.pid").exists()
+    starter.send_signal(signal.SIGKILL)
+    starter.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while (_alive(postmaster) or base.exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(postmaster), "the postmaster outlived its starter"
+    assert not base.exists(), "the cluster directory was left behind"
