@@ -29,6 +29,7 @@ from letitloop.journal._contract import (
     RunInfo,
     RunState,
 )
+from letitloop.journal._preview import preview
 from letitloop.journal._records import (
     CHECKPOINT_KINDS,
     Record,
@@ -46,7 +47,6 @@ from letitloop.journal._state import (
     run_state,
 )
 from letitloop.journal._writes import RecordWrites
-from letitloop.kernel._codec import preview
 from letitloop.kernel._errors import JournalError, RunLockedError
 
 
@@ -424,7 +424,9 @@ def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) 
             size=len(rec.get("out") or b""),
             err=rec.get("err"),
             next=rec.get("next"),
-            preview=preview(rec["codec"], rec["out"]) if rec.get("out") is not None else None,
+            preview=preview(rec["codec"], rec["out"], shown=rec.get("shown"))
+            if rec.get("out") is not None
+            else None,
         )
         cost = rec.get("cost") or {}
         if cache := rec.get("cache"):

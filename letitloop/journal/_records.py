@@ -9,7 +9,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     done     the run returned               run epoch codec out ts
     fail     the run raised                 run epoch try err ts
     step     an attempt started             run epoch pos att kind name fp ts [ask]
-    ok       an attempt completed           run epoch pos att kind name fp codec out next ts
+    ok       an attempt completed           run epoch pos att kind name fp codec out next ts [shown]
     err      an attempt raised              run epoch pos att kind name fp err codec out ts
     resolve  an in-doubt marker resolved    run epoch pos att res by ts
     reset    the run starts over            run epoch by ts   (epoch is the new one)
@@ -28,6 +28,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from letitloop.kernel._errors import JournalError
@@ -62,7 +63,14 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "done": {"run": _STR, "epoch": _INT, "codec": _STR, "out": (bytes,), "ts": _NUM},
     "fail": {"run": _STR, "epoch": _INT, "try": _INT, "err": (dict,), "ts": _NUM},
     "step": {**_STEP_ID, **_STEP_WHAT},
-    "ok": {**_STEP_ID, **_STEP_WHAT, "codec": _STR, "out": (bytes,), "next": _OPT_INT},
+    "ok": {
+        **_STEP_ID,
+        **_STEP_WHAT,
+        "codec": _STR,
+        "out": (bytes,),
+        "next": _OPT_INT,
+        "shown": _OPT_STR,  # a pickled output's short repr, taken when it was written
+    },
     "err": {**_STEP_ID, **_STEP_WHAT, "err": (dict,), "codec": _OPT_STR, "out": _OPT_BYTES},
     "resolve": {**_STEP_ID, "res": _STR, "by": _STR},
     "reset": {"run": _STR, "epoch": _INT, "by": _STR, "ts": _NUM},
@@ -155,6 +163,15 @@ ON_TIMEOUT = frozenset({"approve", "reject", "suspend"})
 _ASK = {"id": _STR, "payload": _STR, "schema": _OPT_STR, "deadline": (int, float, type(None))}
 RESOLUTIONS = frozenset({"done", "redo", "rearm"})  # rearm: a dead-lettered step
 _INT_LIMIT = 2**31
+# What the store's columns hold, checked here so that no record the owner accepts can fail to
+# fold: token counts are INTEGER columns (2**30 each, so tokens_in + tokens_out still fits one),
+# micro-dollars and budgets BIGINT, bounded far below so a run's sum cannot overflow either.
+MAX_TOKENS = 2**30  # per attempt, input and output each (about a billion tokens)
+MAX_MICROS = 10**15  # one billion US dollars, in micro-dollars
+MAX_BUDGET_TOKENS = 10**15
+MAX_TEXT = 1 << 20  # names, ids, workflow names: plenty; longer is a bug or an attack
+_NAME_FIELDS = ("run", "wf", "key", "name", "by", "id", "thread")
+_BAD_TEXT = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def validate(rec: object) -> Record:
@@ -175,6 +192,9 @@ def validate(rec: object) -> Record:
         counter = name in ("epoch", "try", "pos", "att", "next")
         if counter and isinstance(value, int) and not 0 <= value < _INT_LIMIT:
             raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
+        if name in _NAME_FIELDS and isinstance(value, str):
+            check_text(value, f"journal record {rec['k']!r}: field {name!r}")
+    _check_numbers(rec)
     if "kind" in fields and rec["kind"] not in STEP_KINDS:
         raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
     cost = rec.get("cost") if rec["k"] in ("ok", "err") else None
@@ -185,6 +205,7 @@ def validate(rec: object) -> Record:
         isinstance(cache, dict)
         and type(cache.get("hit")) is bool
         and type(cache.get("saved")) is int
+        and 0 <= cache["saved"] <= MAX_MICROS
     ):
         raise JournalError(f"journal record {rec['k']!r}: malformed cache note {cache!r}")
     if rec["k"] == "step" and rec["kind"] == "approval":
@@ -196,6 +217,68 @@ def validate(rec: object) -> Record:
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     return rec
+
+
+def check_text(value: str, what: str) -> str:
+    """A name or id as the journal keeps it: printable (a newline or an escape character would
+    forge rows in listings), encodable as UTF-8 (no lone surrogates), and of a sane length."""
+    found = _BAD_TEXT.search(value)
+    if found is not None or len(value) > MAX_TEXT:
+        why = f"contains {found[0]!r}" if found else f"is {len(value)} characters long"
+        raise JournalError(
+            f"{what} {why}: names and ids must be printable text",
+            fix="use a name without control characters, newlines or lone surrogates "
+            f"(and under {MAX_TEXT} characters)",
+        )
+    return value
+
+
+def _check_numbers(rec: Record) -> None:
+    """Every number fits the column that will hold it, and times are finite."""
+    import math
+
+    k = rec["k"]
+    for name in ("ts", "expires"):
+        value = rec.get(name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise JournalError(f"journal record {k!r}: {name}={value} is not a finite time")
+    limits = {"usd_micros": MAX_MICROS, "tokens": MAX_BUDGET_TOKENS} if k == "budget" else {}
+    if k == "cache":
+        limits = {"cost": MAX_MICROS}
+    for name, limit in limits.items():
+        value = rec.get(name)
+        if value is not None and not 0 <= value <= limit:
+            raise JournalError(
+                f"journal record {k!r}: {name}={value} is out of range (0 to {limit})",
+                fix="budgets and costs must be non-negative and at most "
+                f"{MAX_MICROS // 1_000_000:,} USD or {MAX_BUDGET_TOKENS:,} tokens",
+            )
+    if k == "run" and rec.get("args") is not None:
+        args = rec["args"]
+        if not (len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], bytes)):
+            raise JournalError("journal record 'run': args must be [codec, bytes]")
+    if rec.get("ask") is not None or k == "answer":
+        _check_json(rec)
+
+
+def _check_json(rec: Record) -> None:
+    """JSON text fields are stored in JSON columns: they must parse."""
+    import json
+
+    texts = [("payload", rec.get("payload"))] if rec["k"] == "answer" else []
+    ask = rec.get("ask")
+    if isinstance(ask, dict):
+        texts += [("payload", ask.get("payload")), ("schema", ask.get("schema"))]
+    for name, text in texts:
+        if text is None:
+            continue
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise JournalError(
+                f"journal record {rec['k']!r}: {name} is not valid JSON ({exc})",
+                fix="pass JSON-compatible data (nested at most a few hundred levels)",
+            ) from None
 
 
 def _validate_ask(ask: object) -> None:
@@ -222,9 +305,10 @@ def _validate_checkpoint(rec: Record) -> None:
 
 def _valid_cost(cost: object) -> bool:
     """An attempt's cost: integer micro-dollars and token counts, and the model's name."""
+    limits = {"usd_micros": MAX_MICROS, "in": MAX_TOKENS, "out": MAX_TOKENS}
     return (
         isinstance(cost, dict)
-        and all(type(cost.get(k)) is int and cost[k] >= 0 for k in ("usd_micros", "in", "out"))
+        and all(type(cost.get(k)) is int and 0 <= cost[k] <= n for k, n in limits.items())
         and isinstance(cost.get("model"), (str, type(None)))
     )
 

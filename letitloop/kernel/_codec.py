@@ -25,7 +25,6 @@ loaded, never by importing it, so ``import letitloop`` stays cheap.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import enum
@@ -490,19 +489,11 @@ class Codec:
 
 
 def preview(codec: str, data: bytes, limit: int = 2000) -> str:
-    """Human-readable text for stored data, without importing or unpickling anything."""
-    if codec == CODEC_PICKLE:
-        return f"<pickled object, {len(data)} bytes>"
-    if codec not in (CODEC_JSON, CODEC_TAGGED, CODEC_CLASS):
-        return f"<{codec!r} data, {len(data)} bytes>"
-    text = (data[_MAC_LEN:] if codec == CODEC_CLASS else data).decode("utf-8", "replace")
-    if len(text) > limit:
-        return f"{text[:limit]}… ({len(data)} bytes)"
-    with contextlib.suppress(ValueError, RecursionError):
-        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        if len(pretty) <= limit:
-            return pretty
-    return text
+    """Human-readable text for stored data, without importing or unpickling anything (the one
+    preview of every surface lives in ``letitloop.journal._preview``)."""
+    from letitloop.journal._preview import preview as _preview
+
+    return _preview(codec, data, limit=limit)
 
 
 _SCALARS = frozenset({str, int, bool, type(None)})

@@ -20,6 +20,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
 from letitloop.journal._contract import CacheEntry, Journal, StepRecord
+from letitloop.journal._preview import short_repr
 from letitloop.journal._state import error_dict
 from letitloop.kernel import _cost
 from letitloop.kernel._attempts import (
@@ -480,6 +481,8 @@ def _completion(
         out, what=f"output of step {name!r}", run_id=ctx.run_id, step=name, position=pos
     )
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=nxt)
+    if codec == "pickle":  # unreadable without unpickling: keep what it looked like now
+        ok["shown"] = short_repr(out)
     if cost := _cost.journaled(spent):
         ok["cost"] = cost
     if key is not None:

@@ -22,9 +22,9 @@ from typing import Any
 import duckdb
 
 from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
+from letitloop.journal._preview import preview
 from letitloop.journal._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
 from letitloop.journal.duckdb._checkpoint_store import CheckpointStore
-from letitloop.kernel._codec import preview
 from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
 
 SCHEMA_VERSION = 1
@@ -65,12 +65,13 @@ CREATE TABLE IF NOT EXISTS approvals(
   schema JSON, created DOUBLE NOT NULL, deadline DOUBLE, on_timeout VARCHAR NOT NULL,
   status VARCHAR NOT NULL, decided_by VARCHAR, decided_at DOUBLE, comment VARCHAR, edited JSON,
   timed_out BOOLEAN NOT NULL DEFAULT false);
+ALTER TABLE steps ADD COLUMN IF NOT EXISTS shown VARCHAR;
 """
 
 _STEP_COLS = (
     "run_id epoch position attempt kind name fingerprint status started ended codec output size "
     "error next_position resolution resolved_by cost_micros tokens_in tokens_out model cache "
-    "saved_micros"
+    "saved_micros shown"
 ).split()
 _KEY_COLS = ("run_id", "epoch", "position", "attempt")
 _UPSERT_STEPS = (
@@ -239,6 +240,7 @@ class Store:
                     size=len(out) if out is not None else 0,
                     error=_json(rec.get("err")),
                     next_position=rec.get("next"),
+                    shown=rec.get("shown"),  # a pickled output's repr, taken when written
                 )
                 if cache := rec.get("cache"):
                     row.update(cache="hit" if cache["hit"] else "miss", saved_micros=cache["saved"])
@@ -512,20 +514,23 @@ class Store:
         rows = self.db.execute(
             "SELECT position, attempt, kind, name, fingerprint, status, started, ended, codec, "
             "size, error, next_position, resolution, resolved_by, cost_micros, tokens_in, "
-            "tokens_out, model, cache, "
+            "tokens_out, model, cache, shown, "
             "CASE WHEN size <= 4096 THEN output END FROM steps WHERE run_id = ? AND epoch = ? "
             "ORDER BY position, attempt",
             [run_id, epoch],
         ).fetchall()
         names = (
             "pos att kind name fp status started ended codec size err next res res_by cost tin "
-            "tout model cache"
+            "tout model cache shown"
         ).split()
         out = []
         for row in rows:
             item = dict(zip(names, row[:-1], strict=True))
             item["err"] = json.loads(item["err"]) if item["err"] else None
-            item["preview"] = preview(row[8], row[-1]) if row[-1] is not None else None
+            shown = item.pop("shown")
+            item["preview"] = (
+                preview(row[8], row[-1], shown=shown) if row[-1] is not None else shown
+            )
             out.append(item)
         return out
 
