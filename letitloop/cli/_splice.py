@@ -8,9 +8,12 @@ libcst is imported when a command runs, not when ``lil`` starts.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -22,6 +25,42 @@ if TYPE_CHECKING:
     from letitloop.splice._result import SpliceResult
 
 FILE = click.Path(dir_okay=False, path_type=Path)
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def label(path: str | Path) -> str:
+    """How a diff names a file: its path relative to the working directory when the file is
+    inside it (as ``git diff`` does, whether it was given as ``/abs/path`` or ``a/../b``),
+    else its absolute path."""
+    full = Path(os.path.abspath(path))
+    try:
+        return full.relative_to(Path.cwd()).as_posix()
+    except (ValueError, OSError):
+        return str(full)
+
+
+def quiet_on_broken_pipe(fn: F) -> F:
+    """A command whose reader went away (``lil splice replace ... --dry-run | head``) stops
+    quietly with exit 0, as ``git diff | head`` does, instead of reporting an OSError: the
+    reader saw what it wanted. Standard output is pointed at /dev/null so that the flush at
+    exit cannot fail again."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):  # no real file descriptor (click's test runner)
+                pass
+            finally:
+                os.close(devnull)
+            raise SystemExit(0) from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.group()
@@ -36,7 +75,7 @@ def splice() -> None:
 
     \b
     Examples:
-        lil splice list app.py
+        lil splice targets app.py
         lil splice replace app.py Service.fetch --with fetch.py --dry-run
         lil splice insert app.py --after Service.fetch --with helper.py
         lil splice delete app.py old_helper
@@ -103,7 +142,7 @@ VERBS = {"replace": "replaced", "insert": "inserted", "delete": "deleted"}
 
 def report(file: SourceFile, result: SpliceResult, dry_run: bool, as_json: bool) -> None:
     """Print the diff (or JSON), then write the file unless this is a dry run."""
-    diff = result.diff_for(str(file.path))
+    diff = result.diff_for(label(file.path))
     write = not dry_run and not result.unchanged
     if write:
         file.write(result.source)
@@ -170,8 +209,14 @@ def choose_option(fn: Any) -> Any:
 @click.option(
     "--additive", is_flag=True, help="Only allow new parameters with defaults, *args, **kwargs."
 )
+@click.option(
+    "--rename",
+    is_flag=True,
+    help="Allow the new code to give the definition another name (callers keep the old one).",
+)
 @choose_option
 @json_option
+@quiet_on_broken_pipe
 def replace_cmd(
     file: Path,
     target: str,
@@ -179,13 +224,15 @@ def replace_cmd(
     dry_run: bool,
     protect: tuple[str, ...],
     additive: bool,
+    rename: bool,
     choose: int | None,
     as_json: bool,
 ) -> None:
     """Replace the definition TARGET in FILE with the code in NEWFILE.
 
-    The target's leading comments and decorators are kept unless the new code brings its
-    own.
+    The target's leading comments, decorators and trailing comments are kept unless the new
+    code brings its own. New code that names the definition differently is refused unless
+    --rename is given (a dry run shows the diff and says so).
 
     \b
     Examples:
@@ -203,8 +250,14 @@ def replace_cmd(
         protect=protect,
         policy="additive" if additive else None,
         choose=choose,
+        rename=rename or dry_run,
     )
     report(source, result, dry_run, as_json)
+    if len(result.changed) == 2 and not rename:
+        old, new = result.changed
+        click.echo(
+            f"warning: the new code renames {old} to {new}; writing it needs --rename", err=True
+        )
 
 
 @splice.command("insert")
@@ -216,6 +269,7 @@ def replace_cmd(
 @dry_run_option
 @choose_option
 @json_option
+@quiet_on_broken_pipe
 def insert_cmd(
     file: Path,
     after: str | None,
@@ -253,6 +307,7 @@ def insert_cmd(
 @dry_run_option
 @choose_option
 @json_option
+@quiet_on_broken_pipe
 def delete_cmd(file: Path, target: str, dry_run: bool, choose: int | None, as_json: bool) -> None:
     """Delete the definition TARGET from FILE, with its leading comments and decorators.
 
@@ -269,6 +324,7 @@ def delete_cmd(file: Path, target: str, dry_run: bool, choose: int | None, as_js
 @splice.command("targets")
 @click.argument("file", type=FILE)
 @json_option
+@quiet_on_broken_pipe
 def targets_cmd(file: Path, as_json: bool) -> None:
     """List the qualified names of FILE's functions, methods and classes.
 
@@ -296,6 +352,7 @@ def targets_cmd(file: Path, as_json: bool) -> None:
 @click.argument("file", type=FILE)
 @click.argument("target")
 @choose_option
+@quiet_on_broken_pipe
 def source_cmd(file: Path, target: str, choose: int | None) -> None:
     """Print the source of TARGET in FILE, exactly as it is (comments and decorators too).
 
@@ -319,6 +376,7 @@ def source_cmd(file: Path, target: str, choose: int | None) -> None:
 )
 @json_option
 @journal_option
+@quiet_on_broken_pipe
 def list_cmd(state: str | None, as_json: bool) -> None:
     """List splice proposals: id, state, file, target, who proposed it and why.
 
@@ -342,6 +400,7 @@ def list_cmd(state: str | None, as_json: bool) -> None:
 @click.argument("proposal")
 @json_option
 @journal_option
+@quiet_on_broken_pipe
 def show_cmd(proposal: str, as_json: bool) -> None:
     """Show a proposal: its state and the change it makes, as a diff against the file now.
 
@@ -360,7 +419,7 @@ def show_cmd(proposal: str, as_json: bool) -> None:
     if p.decided_by:
         out.say(out.text(f"{p.state} by {p.decided_by} {out.ago(p.decided_at)}"))
     try:
-        show_diff(replace(SourceFile(Path(p.path)).text, p.target, p.code).diff_for(p.path))
+        show_diff(replace(SourceFile(Path(p.path)).text, p.target, p.code).diff_for(label(p.path)))
     except LetItLoopError as exc:
         out.say(out.text(f"does not apply to the file as it is now: {exc.message}"))
 
@@ -369,6 +428,7 @@ def show_cmd(proposal: str, as_json: bool) -> None:
 @click.argument("proposal")
 @json_option
 @journal_option
+@quiet_on_broken_pipe
 def apply_cmd(proposal: str, as_json: bool) -> None:
     """Apply a pending proposal: only if its target is unchanged, else it is marked a conflict.
 
@@ -376,13 +436,16 @@ def apply_cmd(proposal: str, as_json: bool) -> None:
     Example:
         lil splice apply 3fa9c2
     """
-    from letitloop.splice import apply_proposal
+    from letitloop.splice import apply_proposal, get_proposal
 
-    result = apply_proposal(proposal, by=who(), journal=open_cli_journal())
+    journal = open_cli_journal()
+    result = apply_proposal(proposal, by=who(), journal=journal)
+    path = get_proposal(proposal, journal=journal).path
+    diff = result.diff_for(label(path))
     if as_json:
-        out.emit_json({"applied": proposal, "changed": result.changed, "diff": result.diff})
+        out.emit_json({"applied": proposal, "changed": result.changed, "diff": diff})
         return
-    show_diff(result.diff)
+    show_diff(diff)
     out.say(out.text(f"applied proposal {proposal}", "bold"))
 
 
@@ -391,6 +454,7 @@ def apply_cmd(proposal: str, as_json: bool) -> None:
 @click.option("--comment", help="Why (kept with the decision).")
 @json_option
 @journal_option
+@quiet_on_broken_pipe
 def reject_cmd(proposal: str, comment: str | None, as_json: bool) -> None:
     """Reject a pending proposal (with a comment for whoever proposed it).
 

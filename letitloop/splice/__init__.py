@@ -36,6 +36,7 @@ _EXPORTS = {
     "TargetNotFoundError": "letitloop.splice._errors",
     "AmbiguousTargetError": "letitloop.splice._errors",
     "Candidate": "letitloop.splice._errors",
+    "DefinitionRenamedError": "letitloop.splice._errors",
     "InvalidSourceError": "letitloop.splice._errors",
     "SignatureChangedError": "letitloop.splice._errors",
     "propose_splice": "letitloop.splice._proposals",
@@ -48,6 +49,7 @@ _EXPORTS = {
 __all__ = [
     "AmbiguousTargetError",
     "Candidate",
+    "DefinitionRenamedError",
     "InvalidSourceError",
     "ProposalConflictError",
     "SignatureChangedError",
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
     from letitloop.splice._errors import (
         AmbiguousTargetError,
         Candidate,
+        DefinitionRenamedError,
         InvalidSourceError,
         SignatureChangedError,
         SpliceError,

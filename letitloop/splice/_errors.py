@@ -5,7 +5,8 @@
         ├── TargetNotFoundError             no definition has that qualified name (.suggestions)
         ├── AmbiguousTargetError            several definitions have it (.candidates)
         ├── InvalidSourceError              the file, the new code or the result is not valid Python
-        └── SignatureChangedError           a protected or additive-only signature changed
+        ├── SignatureChangedError           a protected or additive-only signature changed
+        └── DefinitionRenamedError          the new code renames the target (rename=False)
 
 Every message says what happened and how to fix it; the facts are also fields, and ``to_dict``
 includes them, so the CLI (``--json``), the TUI and the editor can render them. This module does
@@ -22,6 +23,7 @@ from letitloop.kernel._errors import LetItLoopError
 __all__ = [
     "AmbiguousTargetError",
     "Candidate",
+    "DefinitionRenamedError",
     "InvalidSourceError",
     "SignatureChangedError",
     "SpliceError",
@@ -69,7 +71,7 @@ class TargetNotFoundError(SpliceError):
         super().__init__(
             f"no function or class named {target!r} in this source{hint}",
             fix="name the target by its qualified name: func, Class.method, Outer.Inner.method "
-            "or outer.<locals>.inner (`lil splice list FILE` prints them all)",
+            "or outer.<locals>.inner (`lil splice targets FILE` prints them all)",
             target=target,
         )
 
@@ -195,3 +197,23 @@ class SignatureChangedError(SpliceError):
             "reasons": self.reasons,
             "policy": self.policy,
         }
+
+
+class DefinitionRenamedError(SpliceError):
+    """``replace(..., rename=False)`` was given new code whose definition has another name:
+    callers using the old name would break. ``old`` and ``new`` are the qualified names."""
+
+    title = "definition renamed"
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+        short = old.rsplit(".", 1)[-1]
+        super().__init__(
+            f"the new code renames {old} to {new}; nothing was changed",
+            fix=f"to rename it, allow it (rename=True; CLI: --rename) and update the callers of "
+            f"{old}; to keep the name, name the new definition {short!r}",
+            target=old,
+        )
+
+    def _extra(self) -> dict[str, Any]:
+        return {"target": self.target, "old": self.old, "new": self.new}

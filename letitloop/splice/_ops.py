@@ -9,16 +9,26 @@ the original compiled, before it is returned; an invalid result raises ``Invalid
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
 import libcst as cst
 
-from letitloop.splice._errors import SpliceError
+from letitloop.splice._errors import DefinitionRenamedError, SpliceError
 from letitloop.splice._indent import Fitted, fit_code
 from letitloop.splice._index import Definition, Index
 from letitloop.splice._result import SpliceResult, Target
 from letitloop.splice._signature import POLICIES, check, find_def
-from letitloop.splice._text import Edit, LineTable, apply_edits, ends_with_newline, unified_diff
+from letitloop.splice._text import (
+    Edit,
+    LineTable,
+    apply_edits,
+    ends_with_newline,
+    is_blank,
+    leading_ws,
+    split_lines,
+    unified_diff,
+)
 
 _FIX_ONE_DEF = (
     "pass the source of exactly one def, async def or class (decorators and comments above it "
@@ -56,6 +66,7 @@ def replace(
     protect: Collection[str] = (),
     policy: str | None = None,
     choose: int | None = None,
+    rename: bool = True,
 ) -> SpliceResult:
     """Replace the function, method or class named ``target`` with ``new_code``.
 
@@ -71,15 +82,20 @@ def replace(
     comments separated from the target by a blank line are never touched. At the top of a file,
     the comments before the first statement are the file's header (shebang, encoding, license)
     and never belong to a definition: new leading comments go below them, unless the same lines
-    are already there. (To remove every decorator, ``delete`` then ``insert``.)
+    are already there. (To remove every decorator, ``delete`` then ``insert``.) Comment lines
+    that trail the target's body (at its body's indentation, after its last statement) are
+    kept too, unless the new code ends with trailing comments of its own, which replace them.
 
     ``protect`` names definitions (the target or ones inside it) whose signature must not
     change; ``policy="additive"`` lets the target's signatures only gain parameters with
     defaults, ``*args`` or ``**kwargs``. ``choose`` (a 1-based number, or a line inside the
-    definition) picks one of several definitions sharing the name.
+    definition) picks one of several definitions sharing the name. New code with another
+    name renames the definition (``changed`` lists both names); ``rename=False`` refuses that
+    with ``DefinitionRenamedError``.
 
     Raises ``TargetNotFoundError``, ``AmbiguousTargetError``, ``InvalidSourceError``,
-    ``SignatureChangedError`` or ``SpliceError``; ``source`` is never modified.
+    ``SignatureChangedError``, ``DefinitionRenamedError`` or ``SpliceError``; ``source`` is
+    never modified.
     """
     if policy not in POLICIES:
         raise SpliceError(
@@ -99,9 +115,16 @@ def replace(
         if d.attach == d.start and source[: d.start].endswith(lead):
             lead = ""  # already right above it, in the file's header: not repeated
     decorators = fitted.text(first, head) if node.decorators else source[d.start : d.head]
-    text = _eof_text(index, d.end, lead + decorators + fitted.text(head))
+    body = fitted.text(head)
+    if not _trailing_comments(
+        split_lines(body), _body_indent(lambda n: fitted.lines[n - 1], fitted.pos, node)
+    ):
+        body += _old_trailing_comments(index, d)
+    text = _eof_text(index, d.end, lead + decorators + body)
     new_source = source[: d.attach] + text + source[d.end :]
     new_name = (d.scope.prefix if d.scope else "") + node.name.value
+    if new_name != d.qualname and not rename:
+        raise DefinitionRenamedError(d.qualname, new_name)
     changed = (d.qualname,) if new_name == d.qualname else (d.qualname, new_name)
     result = finish(index, new_source, "replace", changed)
     if protected or policy is not None:
@@ -117,6 +140,43 @@ def replace(
             ) from None
         check(old_def, new_def, qualname=d.qualname, protect=protected, policy=policy)
     return result
+
+
+def _body_indent(line_text: Callable[[int], str], pos: Any, node: cst.CSTNode) -> str | None:
+    """The indentation of a definition's body (that of its first statement), or None for a
+    body on the ``def`` line."""
+    body = getattr(node, "body", None)
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    return leading_ws(line_text(pos[body.body[0]].start.line))
+
+
+def _trailing_comments(lines: list[str], indent: str | None) -> str:
+    """The comment lines (and the blank lines among and before them) that end ``lines`` at
+    exactly ``indent``: the comments that trail a definition's body, after its last
+    statement."""
+    if indent is None:
+        return ""
+    n = len(lines)
+    while n and (is_blank(lines[n - 1]) or _comment_at(lines[n - 1], indent)):
+        n -= 1
+    tail = lines[n:]
+    if not any(_comment_at(line, indent) for line in tail):
+        return ""
+    return "".join(tail)
+
+
+def _comment_at(line: str, indent: str) -> bool:
+    return leading_ws(line) == indent and line[len(indent) :].startswith("#")
+
+
+def _old_trailing_comments(index: Index, d: Definition) -> str:
+    """The comments trailing ``d``'s body in the file (see ``_trailing_comments``): kept by a
+    replacement that brings none of its own, since they are part of the body's text (notes on
+    the last branch, disabled code) that code copied from an AST or a debugger leaves out."""
+    last = index.range_of(d.node).end.line
+    after_code = split_lines(index.source[index.lines.start(last + 1) : d.end])
+    return _trailing_comments(after_code, _body_indent(index.lines.line_text, index.pos, d.node))
 
 
 def _single_definition(fitted: Fitted, d: Definition) -> cst.FunctionDef | cst.ClassDef:

@@ -6,6 +6,8 @@ def first():
 def second():
     # only step
     return 2  # simpler
+    # dead code below
+    # return 2
 # a note after second, flush left
 
 def third():
