@@ -31,7 +31,7 @@ class StepRecord(NamedTuple):
 
     position: int
     attempt: int
-    kind: str  # "step" | "marker" | "child"
+    kind: str  # "step" | "marker" | "child" | "approval" | "suspend" | "map"
     name: str
     fingerprint: str
     status: str  # "started" | "completed" | "failed" | "superseded" (rewound: run again)

@@ -157,7 +157,7 @@ CHECKPOINT_KINDS = frozenset({"lgput", "lgwrite", "lgdel", "lgcopy"})
 JOURNAL_KINDS |= CHECKPOINT_KINDS  # a graph thread's records need no run lease
 THREAD_STATUSES = frozenset({"running", "completed", "suspended", "failed"})
 PROPOSAL_STATES = frozenset({"applied", "rejected", "conflict"})
-STEP_KINDS = frozenset({"step", "marker", "child", "approval", "suspend"})
+STEP_KINDS = frozenset({"step", "marker", "child", "approval", "suspend", "map"})
 ON_TIMEOUT = frozenset({"approve", "reject", "suspend"})
 # an approval's request, carried by its step record: payload and schema as JSON text
 _ASK = {"id": _STR, "payload": _STR, "schema": _OPT_STR, "deadline": (int, float, type(None))}

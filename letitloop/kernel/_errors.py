@@ -16,6 +16,7 @@
     │   ├── BudgetExceeded              the next step would take the run past its budget
     │   └── ApprovalPending             the run waits for a person to approve or reject
     ├── SupervisorError             a supervised process kept crashing, or cannot be supervised
+    ├── MapItemError                an item of step.map failed (the others stay journaled)
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
@@ -49,6 +50,10 @@ class LetItLoopError(Exception):
         self.position = position
         super().__init__(f"{message}\n  fix: {fix}" if fix else message)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with every field (an error crosses processes: ``@supervise``, ``step.map``)."""
+        return (_rebuild, (type(self), self.args, self.__dict__.copy()))
+
     def to_dict(self) -> dict[str, object]:
         """The error as plain data, for `--json` output and the journal."""
         return {
@@ -60,6 +65,15 @@ class LetItLoopError(Exception):
             "step": self.step,
             "position": self.position,
         }
+
+
+def _rebuild(
+    cls: type[LetItLoopError], args: tuple[object, ...], state: dict[str, object]
+) -> LetItLoopError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
 
 
 class ConfigError(LetItLoopError):
@@ -178,3 +192,9 @@ class SupervisorError(LetItLoopError):
     """A supervised function or script kept crashing (the breaker tripped), or cannot be run."""
 
     title = "supervision stopped"
+
+
+class MapItemError(LetItLoopError):
+    """An item of ``step.map`` failed; the map step fails with the first failure in item order."""
+
+    title = "a mapped item failed"

@@ -22,7 +22,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 from letitloop.journal._contract import CacheEntry, Journal, StepRecord
 from letitloop.journal._preview import short_repr
 from letitloop.journal._state import error_dict
-from letitloop.kernel import _cost
+from letitloop.kernel import _cost, _fanout
 from letitloop.kernel._attempts import (
     Attempts,
     cache_key,
@@ -592,6 +592,10 @@ async def _async_body(
     if ctx.observer is not None:
         ctx.observer(ctx, pos, name, "completed")
     return out
+
+
+step.map = _fanout.map_step  # type: ignore[attr-defined]  # step.map("embed", fn, items)
+async_step.map = _fanout.async_map_step  # type: ignore[attr-defined]
 
 
 def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any) -> Any:

@@ -259,7 +259,7 @@ def error_summary(error: dict[str, Any] | None) -> str:
 
 def attempts_of(detail: Any, site: StepSite) -> list[Any]:
     """The attempts of ``site``'s step in one run (every position that journaled its name)."""
-    kind = {"step": ("step", "child"), "marker": ("marker",), "approval": ("approval",)}
+    kind = {"step": ("step", "child", "map"), "marker": ("marker",), "approval": ("approval",)}
     kinds = kind.get(site.kind, (site.kind,))
     return [a for a in detail.attempts if a.name == site.name and a.kind in kinds]
 

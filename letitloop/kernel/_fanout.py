@@ -1,0 +1,278 @@
+"""``step.map``: fan a function out over items, each item a durable child run of its own.
+
+The map is one step of the parent run (kind ``map``) whose output is the list of results, in
+item order. While it runs, every item is a child run (``<workflow>.<name>``, keyed by the
+parent's key, epoch, the map's position, the item's index and a digest of the item) that an
+executor runs wherever it runs its tasks: a thread here, a Dask worker elsewhere. The worker
+opens the journal itself (by its location: a DuckDB path on one machine, a PostgreSQL URL on
+several), so an item's steps, attempts, costs and markers are journaled where it runs, and a
+crash anywhere costs at most the items in flight:
+
+* a killed worker: the executor runs the item again elsewhere; its finished steps replay and a
+  marker left in doubt stops that item (never silently repeated);
+* a killed parent: calling the workflow again re-enters the map step, finds the items whose
+  child runs completed, takes their results from the journal, and submits only the others.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from letitloop.kernel._codec import fingerprint
+from letitloop.kernel._context import current_run, require_run
+from letitloop.kernel._errors import ConfigError, MapItemError
+from letitloop.kernel._policy import STEP_KEYWORDS, StepOptions
+
+if TYPE_CHECKING:
+    from letitloop.distributed._executor import Executor
+    from letitloop.journal._contract import Journal
+    from letitloop.kernel._context import RunContext
+
+#: how long an item's worker waits for an earlier attempt of the same item that still runs
+#: (a parent killed and called again while a worker was mid-item) before giving up
+ITEM_LOCK_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class ItemCall:
+    """One item's work, sent to an executor: picklable, and self-contained on the worker."""
+
+    journal: Any  # a location (str) for executors in other processes, else the Journal itself
+    parent: str
+    workflow: str
+    key: str
+    name: str
+    fn: Callable[..., Any]
+    item: Any
+    policies: tuple[tuple[str, Any], ...]
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.workflow}:{self.key}"
+
+    def __call__(self) -> Any:
+        """Run the item as a durable child run (resumed if an earlier attempt left one)."""
+        from letitloop.kernel._options import DurableOptions
+        from letitloop.kernel._runtime import _Invocation, _run_sync
+
+        opts = DurableOptions.build(
+            run_id=self.key, journal=self.journal, lock_timeout=ITEM_LOCK_TIMEOUT
+        )
+        args = (self.name, self.fn, dict(self.policies), self.item)
+        inv = _Invocation(opts, _item_body, args, {}, self.workflow)
+        return _run_sync(inv, self.parent)
+
+
+def _item_body(name: str, fn: Callable[..., Any], policies: dict[str, Any], item: Any) -> Any:
+    from letitloop.kernel._runtime import step
+
+    return step(name, fn, item, **policies)
+
+
+def map_step(
+    name: str,
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    /,
+    *,
+    on: Executor | None = None,
+    max_in_flight: int | None = None,
+    **policies: Any,
+) -> list[Any]:
+    """Run ``fn(item)`` for every item as a durable child run on ``on`` (an executor: threads by
+    default, ``letitloop.distributed.DaskExecutor`` for a cluster) and return the results in item
+    order; the whole map is one step of the calling run.
+
+    ``max_in_flight`` bounds how many items are submitted at once (default: all); ``retry=``,
+    ``timeout=``, ``validate=``, ``cache=`` and the other step policies apply to each item.
+    """
+    from letitloop.kernel._runtime import step
+
+    ctx = current_run.get() or require_run("step.map()")
+    values = _checked(policies, max_in_flight, items)
+    fan = functools.partial(_fan_out, ctx, name, fn, on, max_in_flight, policies)
+    return step(name, fan, values, _kind="map")
+
+
+def async_map_step(
+    name: str,
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    /,
+    *,
+    on: Executor | None = None,
+    max_in_flight: int | None = None,
+    **policies: Any,
+) -> Coroutine[Any, Any, list[Any]]:
+    """The async twin of ``step.map``: ``await async_step.map("embed", fn, items, on=...)``.
+
+    Its position is taken when it is called (as ``async_step`` does); the fan-out waits on a
+    worker thread, so the event loop keeps running other steps meanwhile.
+    """
+    import asyncio
+
+    from letitloop.kernel._runtime import async_step
+
+    ctx = require_run("async_step.map()")
+    values = _checked(policies, max_in_flight, items)
+
+    async def fan(vals: list[Any]) -> list[Any]:
+        return await asyncio.to_thread(_fan_out, ctx, name, fn, on, max_in_flight, policies, vals)
+
+    return async_step(name, fan, values, _kind="map")
+
+
+def _checked(
+    policies: dict[str, Any], max_in_flight: int | None, items: Iterable[Any]
+) -> list[Any]:
+    """Reject bad options before anything is journaled; the items, as a list."""
+    unknown = set(policies) - STEP_KEYWORDS
+    if unknown:
+        raise ConfigError(
+            f"step.map() got unknown keywords {sorted(unknown)}",
+            fix=f"step.map takes on=, max_in_flight= and the step policies {sorted(STEP_KEYWORDS)}",
+        )
+    StepOptions(**policies)  # a bad policy fails here, before anything is journaled
+    if max_in_flight is not None and (
+        type(max_in_flight) is not int or max_in_flight < 1  # bool is no count
+    ):
+        raise ConfigError(
+            f"max_in_flight must be an integer >= 1, got {max_in_flight!r}",
+            fix="pass max_in_flight=64, or leave it out to submit every item at once",
+        )
+    return list(items)
+
+
+def _fan_out(
+    ctx: RunContext,
+    name: str,
+    fn: Callable[..., Any],
+    on: Executor | None,
+    max_in_flight: int | None,
+    policies: dict[str, Any],
+    values: list[Any],
+) -> list[Any]:
+    from letitloop.distributed._executor import ThreadExecutor
+
+    step_var = _current_position(ctx)
+    executor: Executor = on if on is not None else ThreadExecutor(max_in_flight or 8)
+    journal = ctx.journal if executor.in_process else _location(ctx.journal)
+    calls = [
+        ItemCall(
+            journal=journal,
+            parent=ctx.run_id,
+            workflow=f"{ctx.state.workflow}.{name}",
+            key=f"{ctx.state.key}.e{ctx.epoch}.p{step_var}.{i}.{fingerprint((v,), {})[:8]}",
+            name=name,
+            fn=fn,
+            item=v,
+            policies=tuple(sorted(policies.items())),
+        )
+        for i, v in enumerate(values)
+    ]
+    results: list[Any] = [None] * len(calls)
+    todo = _finished(ctx, calls, results)
+    if len(todo) < len(calls):
+        _log().info(
+            "step.map %r of run %s: %d of %d items replayed from the journal, %d submitted",
+            name,
+            ctx.run_id,
+            len(calls) - len(todo),
+            len(calls),
+            len(todo),
+        )
+    try:
+        _submit_all(executor, calls, todo, results, max_in_flight or len(calls) or 1)
+    finally:
+        if on is None:
+            executor.close()
+    return results
+
+
+def _log() -> logging.Logger:
+    return logging.getLogger("letitloop.map")
+
+
+def _current_position(ctx: RunContext) -> int:
+    from letitloop.kernel._context import current_step_var
+
+    held = current_step_var.get()
+    return int(held[1]) if held is not None else ctx.next_position
+
+
+def _location(journal: Journal) -> str:
+    location = getattr(journal, "location", None)
+    if not isinstance(location, str) or location.startswith(":memory:"):
+        raise ConfigError(
+            "step.map() on an executor in other processes needs a journal they can open",
+            fix="use a DuckDB journal on this machine or a postgresql:// journal, or "
+            "ThreadExecutor() with an in-memory journal",
+        )
+    return location
+
+
+def _finished(ctx: RunContext, calls: list[ItemCall], results: list[Any]) -> list[int]:
+    """Fill in the results of items whose child runs already completed; the rest, to run."""
+    from letitloop.kernel._runtime import codec_for
+
+    if not calls:
+        return []
+    codec = codec_for(ctx.journal)
+    by_id = {c.run_id: i for i, c in enumerate(calls)}
+    done = [
+        r.run_id
+        for r in ctx.journal.list_runs(
+            workflow=calls[0].workflow, status="completed", limit=len(calls) * 4 + 100
+        )
+        if r.run_id in by_id
+    ]
+    for run_id in done:
+        call = calls[by_id[run_id]]
+        state = ctx.journal.open_run(
+            run_id=run_id, workflow=call.workflow, key=call.key, lease=False
+        )
+        if state.status == "completed" and state.result is not None:
+            results[by_id[run_id]] = codec.decode(*state.result, what=f"result of {run_id}")
+            del by_id[run_id]
+    return sorted(by_id.values())
+
+
+def _submit_all(
+    executor: Executor, calls: list[ItemCall], todo: list[int], results: list[Any], window: int
+) -> None:
+    pending: dict[Future[Any], int] = {}
+    queue = list(reversed(todo))
+    failures: dict[int, BaseException] = {}
+    while queue or pending:
+        while queue and len(pending) < window:
+            i = queue.pop()
+            pending[executor.submit(calls[i])] = i
+        finished, _ = wait(list(pending), timeout=1.0, return_when=FIRST_COMPLETED)
+        for fut in finished:
+            i = pending.pop(fut)
+            exc = fut.exception()
+            if exc is not None:
+                failures[i] = exc
+                queue.clear()  # nothing new starts; items in flight still land in the journal
+            else:
+                results[i] = fut.result()
+        if not finished:
+            time.sleep(0)  # let the executor's callbacks run
+    if failures:
+        first = min(failures)
+        exc = failures[first]
+        raise MapItemError(
+            f"item {first} of step.map {calls[first].name!r} failed "
+            f"({len(failures)} of {len(calls)} items failed): {type(exc).__name__}: {exc}",
+            fix=f"fix the cause and call the workflow again: the {len(calls) - len(failures)} "
+            "finished items replay from the journal and only the failed ones run again "
+            f"(child run {calls[first].run_id})",
+            run_id=calls[first].parent,
+            step=calls[first].name,
+        ) from exc
