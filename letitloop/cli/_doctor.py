@@ -163,6 +163,10 @@ def run_checks(explicit: str | None) -> list[Check]:
     if problem:
         return checks
     journal_id = _check_owner(path, checks)
+    if journal_id is not None:
+        from letitloop.cli._quarantine import check_quarantine
+
+        checks.append(check_quarantine(path))
     checks.append(check_log(paths.log_dir))
     checks.append(check_key_dir(journal_id))
     return checks
@@ -211,7 +215,19 @@ def _check_owner(path: Path, checks: list[Check]) -> str | None:
 @click.command("doctor")
 @json_option
 @journal_option
-def doctor_cmd(as_json: bool) -> None:
+@click.option(
+    "--retry-quarantined",
+    "retry_q",
+    is_flag=True,
+    help="Fold the records the owner set aside again (after an upgrade that can).",
+)
+@click.option(
+    "--drop-quarantined",
+    "drop_q",
+    metavar="LSN|all",
+    help="Forget a record the owner set aside (its log position), or all of them.",
+)
+def doctor_cmd(as_json: bool, retry_q: bool = False, drop_q: str | None = None) -> None:
     """Check that the journal can work here; exit 1 if any check fails.
 
     Checks: which journal path is used and why, its directory is writable and on a local file
@@ -222,6 +238,14 @@ def doctor_cmd(as_json: bool) -> None:
     Example:
         lil journal doctor
     """
+    if retry_q or drop_q:
+        from letitloop.cli import _quarantine
+        from letitloop.journal._config import find_journal
+
+        action = "drop" if drop_q else "retry"
+        done = _quarantine.resolve(find_journal(journal_spec()), action, drop_q)
+        if not as_json:
+            _quarantine.say_resolved(action, done)
     checks = run_checks(journal_spec())
     failed = [c for c in checks if not c.ok]
     if as_json:

@@ -354,7 +354,10 @@ def budget_cmd(
         raise click.UsageError("give --usd, --tokens or both")
     journal = open_cli_journal()
     run_id = journal.find_run(run)
-    micros = None if usd is None else round(usd * 1_000_000)
+    from letitloop.kernel._policy import budget_tokens, usd_micros
+
+    micros = None if usd is None else usd_micros(usd, "--usd")
+    tokens = None if tokens is None else budget_tokens(tokens, "--tokens")
     journal.set_budget(run_id, by or who(), usd_micros=micros, tokens=tokens)
     info = journal.get_run(run_id).run
     if as_json:

@@ -9,6 +9,7 @@ the Anthropic ``input_tokens``/``output_tokens`` spelling) is costed automatical
 
 from __future__ import annotations
 
+import math
 from contextvars import ContextVar
 from typing import Any
 
@@ -67,12 +68,25 @@ def record_cost(
             "record_cost() was called outside a step function",
             fix="call it inside the function passed to step() or async_step()",
         )
+    if usd is not None and (
+        isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd)
+    ):
+        raise ConfigError(
+            f"record_cost(usd=) must be a finite number of US dollars, got {usd!r}",
+            fix="pass e.g. record_cost(0.012), or leave usd out to price the tokens",
+        )
+    for what, n in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ConfigError(
+                f"record_cost({what}=) must be a whole number of tokens >= 0, got {n!r}",
+                fix=f"pass an int, e.g. {what}=1200",
+            )
+    if usd is not None and usd < 0:
+        raise ConfigError(f"record_cost(usd=) cannot be negative, got {usd!r}")
     micros = (
         round(usd * 1_000_000) if usd is not None else price(model, input_tokens, output_tokens)
     )
-    cost["usd_micros"] += micros or 0
-    cost["in"] += input_tokens
-    cost["out"] += output_tokens
+    _add(cost, micros or 0, input_tokens, output_tokens, "record_cost()")
     cost["model"] = model or cost["model"]
     cost["recorded"] = True
 
@@ -95,10 +109,25 @@ def from_output(cost: Cost, out: Any) -> None:
     tokens_in = _int(usage, "prompt_tokens", "input_tokens")
     tokens_out = _int(usage, "completion_tokens", "output_tokens")
     model = getattr(out, "model", None)
-    cost["in"] += tokens_in
-    cost["out"] += tokens_out
-    cost["model"] = model if isinstance(model, str) else cost["model"]
-    cost["usd_micros"] += price(cost["model"], tokens_in, tokens_out) or 0
+    name = model if isinstance(model, str) else cost["model"]
+    what = f"the usage of the step's {type(out).__name__} output"
+    _add(cost, price(name, tokens_in, tokens_out) or 0, tokens_in, tokens_out, what)
+    cost["model"] = name
+
+
+def _add(cost: Cost, micros: int, tokens_in: int, tokens_out: int, what: str) -> None:
+    """Add to an attempt's cost, refusing what the journal cannot hold (before changing it)."""
+    from letitloop.journal._records import MAX_MICROS, MAX_TOKENS
+
+    total = (cost["usd_micros"] + micros, cost["in"] + tokens_in, cost["out"] + tokens_out)
+    if min(total) < 0 or total[0] > MAX_MICROS or max(total[1:]) > MAX_TOKENS:
+        raise ConfigError(
+            f"{what} would make the attempt cost {total[0] / 1e6:,.2f} USD for {total[1]:,} "
+            f"input and {total[2]:,} output tokens; the journal holds at most "
+            f"{MAX_MICROS // 1_000_000:,} USD and {MAX_TOKENS:,} tokens of each kind per attempt",
+            fix="check the numbers passed (a unit mix-up?); split very large work into steps",
+        )
+    cost["usd_micros"], cost["in"], cost["out"] = total
 
 
 def journaled(cost: Cost | None) -> Cost | None:
@@ -111,6 +140,6 @@ def journaled(cost: Cost | None) -> Cost | None:
 def _int(usage: Any, *names: str) -> int:
     for name in names:
         value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
     return 0

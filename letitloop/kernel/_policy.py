@@ -17,6 +17,7 @@ again raises ``DeadLetteredError`` until ``lil runs retry RUN`` re-arms the step
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -103,12 +104,43 @@ class Budget:
     def __post_init__(self) -> None:
         if self.usd is None and self.tokens is None:
             raise ConfigError("Budget needs usd= or tokens=", fix="e.g. Budget(usd=2.00)")
-        if (self.usd is not None and self.usd < 0) or (self.tokens is not None and self.tokens < 0):
-            raise ConfigError("a Budget cannot be negative")
+        if self.usd is not None:
+            usd_micros(self.usd, "Budget(usd=)")
+        if self.tokens is not None:
+            budget_tokens(self.tokens, "Budget(tokens=)")
 
     @property
     def usd_micros(self) -> int | None:
-        return None if self.usd is None else round(self.usd * 1_000_000)
+        return None if self.usd is None else usd_micros(self.usd, "Budget(usd=)")
+
+
+def usd_micros(usd: object, what: str = "usd") -> int:
+    """US dollars as the journal's integer micro-dollars, refusing what it cannot hold (NaN,
+    infinity, negative, more than a billion dollars) with an error naming ``what``."""
+    from letitloop.journal._records import MAX_MICROS
+
+    ok = isinstance(usd, (int, float)) and not isinstance(usd, bool) and math.isfinite(usd)
+    if not ok or not 0 <= usd * 1_000_000 <= MAX_MICROS:  # type: ignore[operator]
+        raise ConfigError(
+            f"{what} must be a number of US dollars from 0 to {MAX_MICROS // 1_000_000:,}, "
+            f"got {usd!r}",
+            fix="give an amount such as 5 or 0.25",
+        )
+    return round(usd * 1_000_000)  # type: ignore[operator]
+
+
+def budget_tokens(tokens: object, what: str = "tokens") -> int:
+    """A token budget the journal can hold: a whole number from 0 to MAX_BUDGET_TOKENS."""
+    from letitloop.journal._records import MAX_BUDGET_TOKENS
+
+    if isinstance(tokens, bool) or not isinstance(tokens, int):
+        raise ConfigError(f"{what} must be a whole number of tokens, got {tokens!r}")
+    if not 0 <= tokens <= MAX_BUDGET_TOKENS:
+        raise ConfigError(
+            f"{what} must be from 0 to {MAX_BUDGET_TOKENS:,} tokens, got {tokens!r}",
+            fix="give a token count such as 100000",
+        )
+    return tokens
 
 
 @dataclass(frozen=True)
@@ -126,9 +158,34 @@ class StepOptions:
 
     def __post_init__(self) -> None:
         if self.timeout is not None and (
-            not isinstance(self.timeout, (int, float)) or self.timeout <= 0
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, (int, float))
+            or not 0 < self.timeout < 10**9  # NaN and infinity fail this too
         ):
-            raise ConfigError(f"timeout must be a number of seconds > 0, got {self.timeout!r}")
+            raise ConfigError(
+                f"timeout must be a finite number of seconds > 0, got {self.timeout!r}",
+                fix="pass e.g. timeout=30, or leave it out for no limit",
+            )
+        if (
+            isinstance(self.estimate, bool)
+            or not isinstance(self.estimate, (int, float))
+            or not math.isfinite(self.estimate)
+            or self.estimate < 0
+        ):
+            raise ConfigError(
+                f"estimate must be a finite number of US dollars >= 0, got {self.estimate!r}",
+                fix="pass e.g. estimate=0.05 (what the step is expected to cost)",
+            )
+        usd_micros(self.estimate, "estimate=")
+        if self.ttl is not None and (
+            isinstance(self.ttl, bool)
+            or not isinstance(self.ttl, (int, float))
+            or not 0 < self.ttl < 10**12
+        ):
+            raise ConfigError(
+                f"ttl must be a finite number of seconds > 0, got {self.ttl!r}",
+                fix="pass e.g. ttl=3600, or leave it out to keep cached outputs",
+            )
         if self.max_validation_attempts < 1:
             raise ConfigError("max_validation_attempts must be >= 1")
 

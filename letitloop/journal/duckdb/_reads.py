@@ -61,11 +61,20 @@ def _read_stats(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str,
             "journal": str(owner.paths.db),
             "journal_id": owner.store.journal_id,
             "folded_lsn": owner.store.folded_lsn,
+            "quarantined": owner.store.quarantined,
             "log_end": owner.log.end,
             "clients": len(owner.conns),
             "loaded_runs": len(owner.state.runs),
         }
     }
+
+
+def _read_quarantine(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    """The records the owner could not fold; with ``action`` (drop/retry), resolve them."""
+    done = None
+    if req.get("action"):
+        done = owner.store.resolve_quarantine(req.get("lsn"), str(req["action"]))
+    return {"rows": owner.store.quarantine_rows(), "done": done}
 
 
 def _read_gc(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
@@ -101,6 +110,7 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "sql": lambda o, r, h: o.store.sql(r["sql"]),
     "stats": _read_stats,
     "gc": _read_gc,
+    "quarantine": _read_quarantine,  # its resolution writes too: on the database thread
     "cache_get": _read_cache_get,
     "cache_list": _read_cache_list,
     "proposals": _read_proposals,

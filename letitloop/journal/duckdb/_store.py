@@ -15,6 +15,7 @@ projections a person can query with ``lil journal sql``:
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ import duckdb
 
 from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
 from letitloop.journal._preview import preview
-from letitloop.journal._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
+from letitloop.journal._records import (
+    CHECKPOINT_KINDS,
+    Record,
+    natural_key,
+    validate,
+    without_payload,
+)
 from letitloop.journal.duckdb._checkpoint_store import CheckpointStore
 from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
 
@@ -59,6 +66,9 @@ CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id);
 """
 # added after schema 1 shipped to developers: created on open when missing
 ADDITIONS = """
+CREATE TABLE IF NOT EXISTS quarantine(
+  lsn UBIGINT PRIMARY KEY, run_id VARCHAR, kind VARCHAR, record BLOB NOT NULL,
+  error VARCHAR NOT NULL, set_aside DOUBLE NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals(
   id VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, epoch INTEGER NOT NULL,
   position INTEGER NOT NULL, attempt INTEGER NOT NULL, name VARCHAR NOT NULL, payload JSON,
@@ -91,6 +101,19 @@ _INSERT_EVENTS = (
     " ON CONFLICT DO NOTHING"
 )
 _BATCH = 5000
+
+
+class Bad:
+    """A log frame that is not a valid record: its bytes and why, for the quarantine."""
+
+    def __init__(self, payload: bytes, error: str, rec: dict[str, Any] | None) -> None:
+        self.payload, self.error, self.rec = payload, error, rec
+
+
+def _fatal(exc: duckdb.Error) -> bool:
+    """Errors of the database itself (disk, I/O, a broken connection), not of one record: the
+    owner must stop on these, so that a fresh owner replays the log."""
+    return isinstance(exc, (duckdb.IOException, duckdb.FatalException, duckdb.InternalException))
 
 
 def _json(value: Any) -> str | None:
@@ -133,6 +156,7 @@ class Store:
         self.schema_version = SCHEMA_VERSION
         row = self.db.execute("SELECT folded_lsn FROM fold_state").fetchone()
         self.folded_lsn: int = row[0] if row else 0
+        self.quarantined = 0  # records set aside since this owner started
 
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
@@ -143,10 +167,128 @@ class Store:
 
     # -- folding ------------------------------------------------------------------------------
 
-    def fold(self, items: Sequence[tuple[int, Record]]) -> None:
-        """Project records into the tables and advance the folded position, atomically."""
+    def decode(self, items: Sequence[tuple[int, bytes]]) -> list[tuple[int, Record | Bad]]:
+        """Log frames as records; one that does not unpack or validate (written by another
+        version, or damaged) becomes a ``Bad`` for the fold to quarantine, never a crash."""
+        import msgpack
+
+        out: list[tuple[int, Record | Bad]] = []
+        for lsn, payload in items:
+            rec: Any = None
+            try:
+                rec = msgpack.unpackb(payload, raw=False)
+                out.append((lsn, validate(rec)))
+            except Exception as exc:  # any reason at all: the record is set aside
+                rec = rec if isinstance(rec, dict) else None
+                out.append((lsn, Bad(payload, f"{type(exc).__name__}: {exc}", rec)))
+        return out
+
+    def fold(self, items: Sequence[tuple[int, Record | Bad]]) -> None:
+        """Project records into the tables and advance the folded position, atomically.
+
+        A batch that fails is folded again one record at a time, and a record that fails alone
+        goes to the ``quarantine`` table (``lil journal doctor`` shows and resolves it): one
+        record the owner cannot fold must never stop it, nor every owner after it."""
+        good: list[tuple[int, Record]] = []
+        for lsn, rec in items:
+            if isinstance(rec, Bad):
+                self._fold_batches(good)
+                good = []
+                self._quarantine(lsn, rec.rec, rec.payload, rec.error)
+            else:
+                good.append((lsn, rec))
+        self._fold_batches(good)
+
+    def _fold_batches(self, items: Sequence[tuple[int, Record]]) -> None:
         for i in range(0, len(items), _BATCH):
             part = items[i : i + _BATCH]
+            try:
+                self._fold_part(part)
+            except Exception as exc:
+                if isinstance(exc, duckdb.Error) and _fatal(exc):
+                    raise
+                for one in part:  # fold them one by one to find what cannot be folded
+                    try:
+                        self._fold_part([one])
+                    except Exception as exc1:
+                        if isinstance(exc1, duckdb.Error) and _fatal(exc1):
+                            raise
+                        self._quarantine(one[0], one[1], None, f"{type(exc1).__name__}: {exc1}")
+
+    def _quarantine(self, lsn: int, rec: Record | None, payload: bytes | None, why: str) -> None:
+        """Set one record aside (with its position in the log) and move the fold past it."""
+        import time
+
+        import msgpack
+
+        if payload is None:
+            payload = msgpack.packb(rec, use_bin_type=True)
+        run_id = rec.get("run") if isinstance(rec, dict) else None
+        kind = rec.get("k") if isinstance(rec, dict) else None
+        run_id = run_id if isinstance(run_id, str) else None
+        kind = kind if isinstance(kind, str) else None
+        self.db.execute("BEGIN")
+        try:
+            self.db.execute(
+                "INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [lsn, run_id, kind, payload, why[:2000], time.time()],
+            )
+            self.db.execute("UPDATE fold_state SET folded_lsn = greatest(folded_lsn, ?)", [lsn])
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.folded_lsn = max(self.folded_lsn, lsn)
+        self.quarantined += 1
+        print(
+            f"quarantined the record at log position {lsn} (kind {kind!r}, run {run_id!r}): "
+            f"{why}; see `lil journal doctor`",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def quarantine_rows(self) -> list[list[Any]]:
+        """The set-aside records: lsn, run, kind, why, when, size."""
+        rows = self.db.execute(
+            "SELECT lsn, run_id, kind, error, set_aside, octet_length(record) FROM quarantine "
+            "ORDER BY lsn"
+        ).fetchall()
+        return [list(r) for r in rows]
+
+    def resolve_quarantine(self, lsn: int | None, action: str) -> dict[str, Any]:
+        """``drop``: forget a set-aside record (every one: lsn None). ``retry``: fold it again
+        (after an upgrade that can); it leaves the quarantine only if it folds now."""
+        import msgpack
+
+        if action not in ("drop", "retry"):
+            raise JournalError(f"a quarantined record is dropped or retried, not {action!r}")
+        rows = self.db.execute(
+            "SELECT lsn, record FROM quarantine WHERE ? IS NULL OR lsn = ? ORDER BY lsn",
+            [lsn, lsn],
+        ).fetchall()
+        if lsn is not None and not rows:
+            raise JournalError(
+                f"no quarantined record at log position {lsn}",
+                fix="list them with `lil journal doctor`",
+            )
+        resolved, failed = [], []
+        for row_lsn, payload in rows:
+            if action == "retry":
+                try:
+                    rec = validate(msgpack.unpackb(payload, raw=False))
+                    self._fold_part([(row_lsn, rec)], advance=False)
+                except Exception as exc:
+                    if isinstance(exc, duckdb.Error) and _fatal(exc):
+                        raise
+                    failed.append([row_lsn, f"{type(exc).__name__}: {exc}"])
+                    continue
+            self.db.execute("DELETE FROM quarantine WHERE lsn = ?", [row_lsn])
+            resolved.append(row_lsn)
+        return {"resolved": resolved, "failed": failed}
+
+    def _fold_part(self, part: Sequence[tuple[int, Record]], advance: bool = True) -> None:
+        """Fold records in one transaction (advancing the folded position unless retrying)."""
+        if part:
             self.db.execute("BEGIN")
             try:
                 self._fold_events(part)
@@ -164,12 +306,17 @@ class Store:
                 for _, rec in part:
                     if "pos" not in rec:
                         self._fold_run(rec)
-                self.db.execute("UPDATE fold_state SET folded_lsn = ?", [part[-1][0]])
+                if advance:
+                    self.db.execute(
+                        "UPDATE fold_state SET folded_lsn = greatest(folded_lsn, ?)",
+                        [part[-1][0]],
+                    )
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
-            self.folded_lsn = part[-1][0]
+            if advance:
+                self.folded_lsn = max(self.folded_lsn, part[-1][0])
 
     def _fold_events(self, part: Sequence[tuple[int, Record]]) -> None:
         cols: list[list[Any]] = [[] for _ in _EVENT_COLS]
@@ -347,8 +494,9 @@ class Store:
             "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, args,"
             " entry, parent, result_codec, result, error, started_by, budget_micros, budget_tokens,"
             " (SELECT coalesce(sum(cost_micros), 0) FROM steps s WHERE s.run_id = runs.run_id AND "
-            "s.epoch = runs.epoch), (SELECT coalesce(sum(tokens_in + tokens_out), 0) FROM steps s"
-            " WHERE s.run_id = runs.run_id AND s.epoch = runs.epoch) FROM runs WHERE run_id = ?",
+            "s.epoch = runs.epoch), (SELECT coalesce(sum(tokens_in::BIGINT + tokens_out), 0) FROM "
+            "steps s WHERE s.run_id = runs.run_id AND s.epoch = runs.epoch) "
+            "FROM runs WHERE run_id = ?",
             [run_id],
         ).fetchone()
         if row is None:
@@ -459,7 +607,7 @@ class Store:
             "$workflow) AND ($status IS NULL OR st = $status) ORDER BY updated DESC LIMIT $limit),"
             " agg AS (SELECT s.run_id, count(DISTINCT s.position) FILTER (WHERE s.status = "
             "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
-            "coalesce(sum(s.tokens_in + s.tokens_out), 0) AS tokens, "
+            "coalesce(sum(s.tokens_in::BIGINT + s.tokens_out), 0) AS tokens, "
             "coalesce(sum(s.saved_micros), 0) AS saved, arg_max(s.name, s.position) FILTER "
             "(WHERE s.status = 'started' AND s.resolution IS NULL) AS current FROM steps s "
             "JOIN r ON s.run_id = r.run_id AND s.epoch = r.epoch GROUP BY s.run_id) "
