@@ -128,6 +128,46 @@ def find_journal(explicit: str | os.PathLike[str] | None = None, cwd: Path | Non
     return start / ".letitloop" / "journal.duckdb"
 
 
+def share_group(journal: Path) -> str | None:
+    """The group allowed to use a journal besides its owner's user, or None (the default).
+
+    ``LIL_SHARE_GROUP``, else ``[tool.letitloop] share_with_group`` in the nearest
+    ``pyproject.toml`` above the journal. With a group, the journal's files are created
+    group-readable and -writable and members of that group may connect to its owner; without
+    one, only the user who runs the owner (and root) can (see docs/security.md).
+    """
+    name = os.environ.get("LIL_SHARE_GROUP") or None
+    if name is not None:
+        return name
+    for folder in journal.parents:
+        pyproject = folder / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        try:
+            text = pyproject.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        if "share_with_group" not in text:
+            return None
+        import tomllib
+
+        try:
+            tool = tomllib.loads(text).get("tool", {}).get("letitloop", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                f"{pyproject} is not valid TOML: {exc}", fix="correct the file"
+            ) from None
+        value = tool.get("share_with_group")
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(
+                f"[tool.letitloop] share_with_group in {pyproject} must be a group name, "
+                f"got {value!r}",
+                fix='write e.g. share_with_group = "research"',
+            )
+        return value
+    return None
+
+
 def env_float(name: str, default: float) -> float:
     """A float setting from the environment, with a clear error when it is malformed."""
     raw = os.environ.get(name)

@@ -41,6 +41,14 @@ from letitloop.journal.duckdb import _wire
 from letitloop.kernel import _errors
 from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
 
+# How long a call waits for the owner's answer before raising (an owner that is SIGSTOPped,
+# hung or swamped). A workflow's own writes and reads (open_run, append, output...) wait
+# longer, so a briefly stopped owner costs a pause, not a failed run.
+READ_TIMEOUT = env_float("LIL_READ_TIMEOUT", 15.0)
+WRITE_TIMEOUT = env_float("LIL_WRITE_TIMEOUT", 120.0)
+WORKFLOW_OPS = frozenset({"open_run", "append", "release", "relock", "output", "cache_get"})
+START_KILLS = 5  # owners killed by a signal while starting that are replaced before giving up
+
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = threading.Lock()
 _spawned: list[Any] = []  # subprocess.Popen objects of owners this process started
@@ -101,6 +109,16 @@ def _raise(error: dict[str, Any]) -> None:
     )
 
 
+def _pid_from(pid_file: Path) -> int:
+    """The pid an owner wrote to its pid file, or 0."""
+    import json
+
+    try:
+        return int(json.loads(pid_file.read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 def _reap() -> None:
     """Collect owners this process started that have exited, so none stays a zombie."""
     for proc in list(_spawned):
@@ -115,17 +133,37 @@ class _Link:
         self.sock = sock
         self.count = 0
 
-    def call(self, req: dict[str, Any]) -> Any:
+    def call(self, req: dict[str, Any], timeout: float | None = None) -> Any:
+        """The reply to ``req``; ``TimeoutError`` if it takes longer than ``timeout`` s."""
         self.count += 1
         req["id"] = self.count
-        self.sock.sendall(_wire.pack(req))
+        data = _wire.pack(req)
+        self._check_size(req, data)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.sock.settimeout(timeout)
+        self.sock.sendall(data)
         while True:
+            if deadline is not None:
+                self.sock.settimeout(max(0.001, deadline - time.monotonic()))
             msg = _wire.recv(self.sock)
             if msg.get("re", self.count) == self.count:
                 return msg  # (an owner older than request ids does not tag replies)
 
-    def send(self, req: dict[str, Any]) -> None:
-        self.sock.sendall(_wire.pack(req))
+    def send(self, req: dict[str, Any], timeout: float | None = None) -> None:
+        data = _wire.pack(req)
+        self._check_size(req, data)
+        self.sock.settimeout(timeout)
+        self.sock.sendall(data)
+
+    @staticmethod
+    def _check_size(req: dict[str, Any], data: bytes) -> None:
+        if len(data) - 4 > _wire.MAX_REQUEST:
+            raise _errors.JournalError(
+                f"a {req.get('op')!r} request of {len(data) - 4} bytes exceeds the journal's "
+                f"limit of {_wire.MAX_REQUEST} bytes (a step's output is sent in one request)",
+                fix="keep large data outside the journal (a file, object storage) and return "
+                "its path or URL from the step",
+            )
 
     def close(self) -> None:
         self.sock.close()
@@ -148,7 +186,8 @@ class _Sub:
         while not self.closed:
             try:
                 self.link = self.journal._connect()
-                self.link.call({"op": "subscribe", "run": self.run_id})
+                self.link.call({"op": "subscribe", "run": self.run_id}, READ_TIMEOUT)
+                self.link.sock.settimeout(None)  # pushes come when they come
                 if self.ready.is_set():
                     self.callback([])  # resubscribed after an owner restart: re-read, may miss
                 self.ready.set()
@@ -200,6 +239,9 @@ class OwnerJournal(RecordWrites):
         self._pid = os.getpid()
         self._new_session()
         self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
+        self.read_timeout = env_float("LIL_READ_TIMEOUT", READ_TIMEOUT)
+        self.write_timeout = env_float("LIL_WRITE_TIMEOUT", WRITE_TIMEOUT)
+        self._start_kills = 0
         self.journal_id = ""
         self.owner_pid = 0
         self._ready_fd = -1
@@ -212,9 +254,16 @@ class OwnerJournal(RecordWrites):
 
     # -- connections --------------------------------------------------------------------------
 
-    def _connect(self) -> _Link:
-        """Connect and say hello, starting the owner if nobody answers."""
+    def _connect(self, answer_by: float | None = None) -> _Link:
+        """Connect and say hello, starting the owner if nobody answers.
+
+        An owner that accepts the connection but does not answer its hello by ``answer_by``
+        (monotonic; default: the read timeout from now) is stopped or hung: that raises at
+        once, naming its pid, since starting another owner cannot help while it holds the lock.
+        """
         deadline = time.monotonic() + self.connect_timeout
+        if answer_by is None:
+            answer_by = time.monotonic() + self.read_timeout
         spawned_at = -1.0
         delay = 0.001
         while True:
@@ -222,9 +271,24 @@ class OwnerJournal(RecordWrites):
             try:
                 sock.connect(str(self.paths.socket))
                 link = _Link(sock)
-                hello = link.call({"op": "hello", "session": self.session})
+                hello = link.call(
+                    {"op": "hello", "session": self.session},
+                    max(0.001, answer_by - time.monotonic()),
+                )
                 self._check_hello(hello)
+                self._start_kills = 0
                 return link
+            except TimeoutError:
+                sock.close()
+                raise self._no_answer("hello", answer_by) from None
+            except PermissionError as exc:
+                sock.close()
+                raise JournalUnavailableError(
+                    f"this user may not use the journal {self.location}: connecting to its "
+                    f"owner's socket {self.paths.socket} failed ({exc.strerror})",
+                    fix="run as the journal's user, or have it shared with your group "
+                    '([tool.letitloop] share_with_group = "GROUP", see docs/security.md)',
+                ) from None
             except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, EOFError):
                 sock.close()
             except OSError:
@@ -247,8 +311,8 @@ class OwnerJournal(RecordWrites):
                     ready = os.read(self._ready_fd, 1) == b"R"
                     os.close(self._ready_fd)
                     self._ready_fd = -1
-                    if not ready:  # it exited before listening: lost the election, or failed
-                        self._check_spawned_owner()
+                    if not ready and self._check_spawned_owner():  # killed while starting
+                        spawned_at = -1.0
                 continue
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
@@ -266,21 +330,44 @@ class OwnerJournal(RecordWrites):
         self.journal_id = hello["journal_id"]
         self.owner_pid = hello["pid"]
 
-    def _check_spawned_owner(self) -> None:
-        """If the owner we started already died of an error, say so now rather than time out."""
+    def _check_spawned_owner(self) -> bool:
+        """The owner we started exited before listening: True if it should be started again
+        (a signal killed it, up to ``START_KILLS`` times); raise, with its log, if it failed."""
         proc = _spawned[-1] if _spawned else None
         if proc is None:
-            return
+            return False
         try:
             proc.wait(timeout=5)
         except Exception:  # still running: the connect loop will see what it does
-            return
+            return False
+        if proc.returncode < 0 and self._start_kills < START_KILLS:
+            self._start_kills += 1  # killed from outside (OOM killer, a kill -9): not its fault
+            return True
         if proc.returncode != 0:
             raise JournalUnavailableError(
                 f"the journal owner for {self.location} exited with status {proc.returncode}"
                 f"{self._owner_log_tail()}",
                 fix="read the owner's log above; `lil journal doctor` checks the usual causes",
             )
+        return False
+
+    def _no_answer(self, op: object, deadline: float, limit: float | None = None) -> Exception:
+        """The error for an owner that took the connection but did not answer in time."""
+        pid = self.owner_pid or _pid_from(self.paths.pid_file)
+        who = f"the journal owner (pid {pid})" if pid else "the journal owner"
+        waited = f" within {limit:g} s" if limit is not None else ""
+        return JournalUnavailableError(
+            f"{who} for {self.location} did not answer {op!r}{waited}: it is stopped "
+            "(SIGSTOP, Ctrl-Z), hung, or overloaded",
+            fix=(
+                f"resume it (`kill -CONT {pid}`) or end it (`kill {pid}`; the next call starts "
+                "a new owner)"
+                if pid
+                else "run `lil journal doctor`"
+            )
+            + "; the limits are LIL_READ_TIMEOUT and, for a workflow's writes, "
+            "LIL_WRITE_TIMEOUT (seconds)",
+        )
 
     def _spawn_alive(self) -> bool:
         _reap()
@@ -292,12 +379,13 @@ class OwnerJournal(RecordWrites):
         _reap()
         self.paths.root.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
-        pkg_root = str(Path(__file__).resolve().parents[2])
+        pkg_root = str(Path(__file__).resolve().parents[3])  # holds letitloop/
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_root, env.get("PYTHONPATH")]))
         if self._ready_fd >= 0:
             os.close(self._ready_fd)
         self._ready_fd, ready_w = os.pipe()
-        with open(self.paths.owner_log, "ab") as log:
+        log_fd = os.open(self.paths.owner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(log_fd, "ab") as log:
             self._log_from = log.seek(0, os.SEEK_END)  # show people only what this owner wrote
             proc = subprocess.Popen(
                 [
@@ -345,19 +433,28 @@ class OwnerJournal(RecordWrites):
             self._pool.append(link)
 
     def _call(self, req: dict[str, Any], reply: bool = True) -> Any:
-        """Send a request, reconnecting and resending if the owner went away meanwhile."""
+        """Send a request, reconnecting and resending if the owner went away meanwhile; raise
+        ``JournalUnavailableError`` if no answer comes within the op's limit (see above)."""
         if self.closed:
             raise _errors.JournalError(f"journal {self.location} was closed")
+        op = req.get("op")
+        limit = self.write_timeout if op in WORKFLOW_OPS else self.read_timeout
+        limit += float(req.get("lock_timeout") or 0)  # the owner itself waits that long
+        deadline = time.monotonic() + limit
         link = self._take()
         failures = 0
         while True:
             try:
+                left = max(0.001, deadline - time.monotonic())
                 if not reply:
-                    link.send(req)
+                    link.send(req, left)
                     self._give(link)
                     return None
-                msg = link.call(req)
+                msg = link.call(req, left)
                 break
+            except TimeoutError:
+                link.close()
+                raise self._no_answer(op, deadline, limit) from None
             except OSError:
                 link.close()
                 failures += 1
@@ -368,24 +465,28 @@ class OwnerJournal(RecordWrites):
                         fix="read the owner's log above; `lil journal doctor` checks the usual "
                         "causes",
                     ) from None
-                link = self._reconnect()
+                link = self._reconnect(deadline)
         self._give(link)
         if not msg.get("ok"):
             _raise(msg["error"])
         return msg
 
-    def _reconnect(self) -> _Link:
+    def _reconnect(self, deadline: float) -> _Link:
         """A new connection after the owner died, with this process's leases taken again."""
         with self._lock:
             for old in self._pool:
                 old.close()
             self._pool.clear()
         while True:  # the new owner may die too, even while we take our leases back
-            link = self._connect()
+            link = self._connect(deadline)
             if not self._leases:
                 return link
             try:
-                msg = link.call({"op": "relock", "runs": sorted(self._leases)})
+                left = max(0.001, deadline - time.monotonic())
+                msg = link.call({"op": "relock", "runs": sorted(self._leases)}, left)
+            except TimeoutError:
+                link.close()
+                raise self._no_answer("relock", deadline) from None
             except OSError:
                 link.close()
                 continue
@@ -536,12 +637,6 @@ class OwnerJournal(RecordWrites):
 
     def stats(self) -> dict[str, Any]:
         return dict(self._call({"op": "stats"})["stats"])
-
-    def quarantine(self, action: str | None = None, lsn: int | None = None) -> dict[str, Any]:
-        """Records the owner set aside because it could not fold them; ``action`` "drop" or
-        "retry" resolves one (``lsn``) or all of them first."""
-        msg = self._call({"op": "quarantine", "action": action, "lsn": lsn})
-        return {"rows": msg["rows"], "done": msg["done"]}
 
     def stop_owner(self) -> int:
         pid = int(self._call({"op": "stop"})["pid"])

@@ -105,7 +105,7 @@ class Log:
     def _rotate(self) -> None:
         os.close(self.fd)
         self.start, self.size = self.start + self.size, 0
-        self.fd = os.open(self._name(self.start), _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+        self.fd = os.open(self._name(self.start), _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
         _fsync_dir(self.path)  # the new segment's name must be durable
 
     def drop_folded(self, folded_lsn: int) -> None:

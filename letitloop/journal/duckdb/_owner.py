@@ -35,7 +35,7 @@ import msgpack
 
 from letitloop import __version__ as VERSION
 from letitloop.journal._config import JournalPaths, env_float
-from letitloop.journal._records import Record, budget_record, without_payload
+from letitloop.journal._records import Record, budget_record, validate, without_payload
 from letitloop.journal._state import (
     _WIRE_FIELDS,
     JournalState,
@@ -44,9 +44,11 @@ from letitloop.journal._state import (
     reset_record,
     resolve_record,
 )
-from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb import _files, _wire
 from letitloop.journal.duckdb._log import Log, frame
 from letitloop.journal.duckdb._reads import READS
+from letitloop.journal.duckdb._requests import BadRequest
+from letitloop.journal.duckdb._requests import decode as decode_request
 from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
 
 if TYPE_CHECKING:
@@ -58,27 +60,72 @@ MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
 HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
 
 
-class Conn:
-    """One client connection: its socket, receive buffer, session and send lock."""
+# bytes a client may leave unread (replies, pushes) before it is dropped; one message of any
+# size is always queued whole, so this bounds a client that stops reading, not a large reply
+MAX_UNREAD = int(env_float("LIL_OWNER_MAX_UNREAD", 4 << 20))
+SOCKET_CHECK = 1.0  # seconds between checks that the socket file is still ours
+SENT, PENDING, DEAD = 0, 1, 2  # what Conn.send did
 
-    def __init__(self, sock: socket.socket) -> None:
+
+class Conn:
+    """One client connection: its socket (non-blocking), receive buffer, unsent output, session.
+
+    ``send`` never blocks: the socket takes what it can, the rest waits in ``out`` for the event
+    loop to flush when the socket is writable. A client whose unread output passes
+    ``MAX_UNREAD`` (a suspended ``lil-tui``, a client that never reads) is dropped instead of
+    stalling the owner; a subscriber re-reads what it missed when it reconnects.
+    """
+
+    def __init__(self, sock: socket.socket, refused: str | None = None) -> None:
         self.sock = sock
         self.buf = bytearray()
+        self.out = bytearray()
         self.session: str | None = None
         self.subscribed = False
         self.sub_run: str | None = None
         self.lock = threading.Lock()
         self.alive = True
+        self.refused = refused  # why this peer may not use the journal (told at its first request)
+        self.writing = False  # registered with the selector for EVENT_WRITE
 
-    def send(self, msg: Any) -> None:
+    def send(self, msg: Any) -> int:
+        """Queue ``msg``; SENT if all of it left now, PENDING if some waits, DEAD if dropped."""
         data = _wire.pack(msg)
         with self.lock:
             if not self.alive:
-                return
-            try:  # sockets stay blocking: reads happen only once select said they are ready
-                self.sock.sendall(data)
+                return DEAD
+            if self.out:
+                if len(self.out) + len(data) > MAX_UNREAD:
+                    self.alive = False  # stopped reading: the event loop drops it
+                    return DEAD
+                self.out += data
+                return PENDING
+            try:
+                k = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                k = 0
             except OSError:
                 self.alive = False
+                return DEAD
+            if k == len(data):
+                return SENT
+            self.out += memoryview(data)[k:]
+            return PENDING
+
+    def flush(self) -> bool:
+        """Write queued output the socket takes now; True once nothing is left (or it died)."""
+        with self.lock:
+            if not self.alive:
+                return True
+            try:
+                k = self.sock.send(self.out)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError:
+                self.alive = False
+                return True
+            del self.out[:k]
+            return not self.out
 
 
 def _re(req: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
@@ -104,8 +151,10 @@ class Owner:
         from letitloop.journal.duckdb._store import Store  # duckdb: only once this owner won
 
         self.started = time.time()
+        self.share_gid = _files.share_gid(paths)
         self.store: Store = Store(paths.db)
         self.log = Log(paths.log_dir)
+        _files.protect_existing(paths, self.share_gid)
         self.state = JournalState()
         self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
@@ -126,7 +175,7 @@ class Owner:
         t0 = time.perf_counter()
         items, torn = self.log.recover(self.store.folded_lsn)
         self.stats["torn_tails_cut"] = torn
-        recs = self.store.decode(items)  # a record that cannot be read is quarantined
+        recs = [(lsn, validate(msgpack.unpackb(p, raw=False))) for lsn, p in items]
         self.store.fold(recs)  # recovery folds the unfolded suffix before serving
         self.log.drop_folded(self.store.folded_lsn)
         self.known = self.store.known_runs()
@@ -134,24 +183,22 @@ class Owner:
         self.stats["recovery_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
+        # connections whose output waits or that died while the database thread sent to them
+        self.dirty: deque[Conn] = deque()
+        self.accept_paused_until = 0.0  # accept() hit EMFILE: listening again at this time
+        self.accept_backoff = 0.0
+        self.socket_checked = 0.0
+        self.socket_id: tuple[int, int] | None = None
 
     # -- serving ------------------------------------------------------------------------------
 
     def serve(self, ready_fd: int = -1) -> None:
-        sock_path = self.paths.socket
-        sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if sock_path.exists():
-            sock_path.unlink()  # a dead owner's socket; we hold the lock
-        self.listener = socket.socket(socket.AF_UNIX)
-        self.listener.bind(str(sock_path))
-        self.listener.listen(256)
         self.sel = selectors.DefaultSelector()
-        self.sel.register(self.listener, selectors.EVENT_READ)
+        self.listener = self._listen()
         self.sel.register(self.wake_r, selectors.EVENT_READ)
         self.db_thread = threading.Thread(target=self._db_thread, name="lil-db", daemon=True)
         self.db_thread.start()
-        info = {"pid": os.getpid(), "version": VERSION, "protocol": _wire.PROTOCOL}
-        self.paths.pid_file.write_text(json.dumps(info | {"socket": str(sock_path)}))
+        self._write_pid_file()
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
         print(f"READY {json.dumps(self.stats)}", flush=True)
@@ -162,6 +209,89 @@ class Owner:
             self._round()
         self._shutdown()
 
+    def _listen(self) -> socket.socket:
+        """Bind the journal's socket (replacing any file at its path: we hold the lock)."""
+        sock_path = self.paths.socket
+        sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            sock_path.unlink()  # a dead owner's socket, or one a cleaner replaced
+        except FileNotFoundError:
+            pass
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(sock_path))
+        _files.protect(sock_path, self.share_gid)
+        listener.listen(256)
+        listener.setblocking(False)
+        st = os.stat(sock_path)
+        self.socket_id = (st.st_dev, st.st_ino)
+        self.socket_checked = time.monotonic()
+        self.sel.register(listener, selectors.EVENT_READ)
+        return listener
+
+    def _write_pid_file(self) -> None:
+        info = {"pid": os.getpid(), "version": VERSION, "protocol": _wire.PROTOCOL}
+        _files.write_private(
+            self.paths.pid_file, json.dumps(info | {"socket": str(self.paths.socket)})
+        )
+
+    def _check_socket(self) -> None:
+        """If the socket file was deleted or replaced (a cleaned temporary directory), bind it
+        again, so new clients find this owner instead of starting one that cannot win the lock."""
+        self.socket_checked = time.monotonic()
+        try:
+            st = os.stat(self.paths.socket)
+            if (st.st_dev, st.st_ino) == self.socket_id:
+                return
+        except OSError:
+            pass
+        print("the socket file was removed or replaced; listening on a new one", flush=True)
+        old = self.listener
+        if self.accept_paused_until == 0.0:
+            self.sel.unregister(old)
+        old.close()
+        self.accept_paused_until = 0.0
+        self.listener = self._listen()
+        if not self.paths.pid_file.exists():
+            self._write_pid_file()
+
+    def _accept(self) -> None:
+        try:
+            client, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                raise
+            # out of file descriptors: stop accepting for a while, keep serving the others
+            self.accept_backoff = min(1.0, max(0.05, self.accept_backoff * 2))
+            self.accept_paused_until = time.monotonic() + self.accept_backoff
+            self.sel.unregister(self.listener)
+            print(f"accept(): {exc.strerror}; pausing {self.accept_backoff:.2f} s", flush=True)
+            return
+        self.accept_backoff = 0.0
+        client.setblocking(False)
+        self.conns[client] = Conn(client, refused=_files.refusal(client, self.share_gid))
+        self.sel.register(client, selectors.EVENT_READ)
+
+    def _send(self, conn: Conn, msg: Any) -> None:
+        """Send from either thread; the event loop handles what could not go out at once."""
+        if conn.send(msg) != SENT:
+            self.dirty.append(conn)
+            if threading.current_thread() is self.db_thread:
+                self.wake_w.send(b"x")
+
+    def _tend(self) -> None:
+        """Event loop: drop connections that died or stopped reading; watch for writability."""
+        while self.dirty:
+            conn = self.dirty.popleft()
+            if conn.sock not in self.conns or conn.sock.fileno() < 0:
+                continue
+            if not conn.alive:
+                self._drop(conn)
+            elif conn.out and not conn.writing:
+                conn.writing = True
+                self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
+
     def _on_term(self, signum: int, frame: Any) -> None:
         """SIGTERM/SIGINT: finish the current round, fold everything, close DuckDB, exit."""
         self.stopping = True
@@ -170,19 +300,29 @@ class Owner:
     def _round(self) -> None:
         batch: list[tuple[Record, bool]] = []
         replies: list[tuple[Conn, Any]] = []
-        for key, _ in self.sel.select(timeout=self._timeout()):
+        for key, events in self.sel.select(timeout=self._timeout()):
             sock = key.fileobj
             if sock is self.listener:
-                client, _ = self.listener.accept()
-                self.conns[client] = Conn(client)
-                self.sel.register(client, selectors.EVENT_READ)
+                self._accept()
             elif sock is self.wake_r:
                 try:
                     self.wake_r.recv(4096)
                 except BlockingIOError:
                     pass
-            else:
-                self._read(self.conns[sock], batch, replies)  # type: ignore[index]
+            elif sock in self.conns:  # (an earlier event of this round may have dropped it)
+                conn = self.conns[sock]
+                if events & selectors.EVENT_WRITE and conn.flush():
+                    conn.writing = False
+                    self.sel.modify(conn.sock, selectors.EVENT_READ)
+                    self.dirty.append(conn)
+                if events & selectors.EVENT_READ and conn.sock in self.conns:
+                    self._read(conn, batch, replies)
+        now = time.monotonic()
+        if self.accept_paused_until and now >= self.accept_paused_until:
+            self.accept_paused_until = 0.0
+            self.sel.register(self.listener, selectors.EVENT_READ)
+        if now - self.socket_checked > SOCKET_CHECK:
+            self._check_socket()
         while self.inbox:
             item = self.inbox.popleft()
             if item[0] == "loaded":
@@ -200,7 +340,8 @@ class Owner:
         if batch or self.held:
             self._commit(batch)
         for conn, msg in replies:
-            conn.send(msg)
+            self._send(conn, msg)
+        self._tend()
         if self.conns:
             self.last_active = time.monotonic()
         elif time.monotonic() - self.last_active > self.idle and not self.loading:
@@ -210,6 +351,9 @@ class Owner:
         deadlines = [d for ws in self.waiters.values() for d, _, _ in ws]
         if self.held:
             deadlines.append(self.held_since + HOLD_DELAY)
+        if self.accept_paused_until:
+            deadlines.append(self.accept_paused_until)
+        deadlines.append(self.socket_checked + SOCKET_CHECK)
         idle_at = self.last_active + self.idle - time.monotonic()
         return max(0.0, min([idle_at, *[d - time.monotonic() for d in deadlines]]) + 0.001)
 
@@ -224,22 +368,43 @@ class Owner:
             self._drop(conn)
             return
         conn.buf += data
-        while len(conn.buf) >= 4:
+        while len(conn.buf) >= 4 and conn.alive:
             (n,) = _wire.LEN.unpack_from(conn.buf)
+            if n > _wire.MAX_REQUEST:  # refused before buffering it; the stream cannot resync
+                exc = BadRequest(
+                    f"a request of {n} bytes exceeds the journal's limit of "
+                    f"{_wire.MAX_REQUEST} bytes",
+                    fix="keep large data outside the journal and return a reference to it",
+                )
+                conn.send(_error(exc))
+                self._drop(conn)
+                return
             if len(conn.buf) < 4 + n:
                 break
-            req = _wire.unpack(bytes(conn.buf[4 : 4 + n]))
+            body = bytes(conn.buf[4 : 4 + n])
             del conn.buf[: 4 + n]
+            if conn.refused is not None:  # another user: told why at its first request
+                self._send(conn, _error(JournalError(conn.refused, fix=_files.SHARE_FIX)))
+                self._drop(conn)
+                return
+            req: dict[str, Any] = {}
             try:
+                req = decode_request(body)
                 self._handle(conn, req, batch, replies)
             except LetItLoopError as exc:
                 if req.get("ack", True):
                     replies.append((conn, _re(req, _error(exc))))
+            except Exception as exc:  # a bug met by one request: that client is told, all go on
+                traceback.print_exc()
+                replies.append((conn, _re(req, _error(exc))))
 
     def _drop(self, conn: Conn) -> None:
+        if conn.sock not in self.conns:
+            return
         self.sel.unregister(conn.sock)
-        conn.alive = False
-        conn.sock.close()
+        with conn.lock:
+            conn.alive = False
+            conn.sock.close()
         del self.conns[conn.sock]
         if conn.session is not None:
             self.sessions[conn.session] -= 1
@@ -397,6 +562,9 @@ class Owner:
                 self._handle(conn, req, batch, replies)
             except LetItLoopError as exc:
                 replies.append((conn, _re(req, _error(exc))))
+            except Exception as exc:  # see _read
+                traceback.print_exc()
+                replies.append((conn, _re(req, _error(exc))))
 
     def _wake_waiters(self, run_id: str) -> None:
         waiting = self.waiters.pop(run_id, [])
@@ -472,7 +640,7 @@ class Owner:
         for conn in subs:
             mine = [e for e in events if conn.sub_run in (None, e["run"])]
             if mine:
-                conn.send({"push": mine})
+                self._send(conn, {"push": mine})
 
     # -- the database thread ------------------------------------------------------------------
 
@@ -515,7 +683,7 @@ class Owner:
             reply = {"ok": True, **READS[req["op"]](self, req, held)}
         except Exception as exc:  # a failed read must not stop folding
             reply = _error(exc)
-        conn.send(_re(req, reply))
+        self._send(conn, _re(req, reply))
 
     def _shutdown(self) -> None:
         if self.held:
@@ -562,7 +730,7 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
 def _take_lock(paths: JournalPaths, wait: float) -> int | None:
     """Win the election: an exclusive flock, waiting a little in case the holder is leaving."""
     paths.root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + wait
     while True:
         try:
@@ -599,6 +767,11 @@ def main(argv: list[str] | None = None) -> int:
 
     gc.set_threshold(50_000, 20, 100)  # the live state is many small dicts: collect rarely
     paths = JournalPaths(Path(args.journal).resolve())
+    try:
+        _files.private_umask(_files.share_gid(paths))  # before any file is made
+    except LetItLoopError as exc:
+        print(f"error: {exc.message}\n  fix: {exc.fix}", file=sys.stderr, flush=True)
+        return 2
     lock_fd = _take_lock(paths, wait=10.0)
     if lock_fd is None:
         print("another owner serves this journal; exiting", flush=True)

@@ -14,7 +14,10 @@ import msgpack
 
 PROTOCOL = 2  # bump when a request or reply changes shape or meaning
 LEN = struct.Struct("<I")
-MAX_MESSAGE = 1 << 30
+MAX_MESSAGE = 1 << 30  # the largest reply a client accepts
+# the largest request an owner accepts: a longer length prefix is refused before any byte of
+# its body is buffered (a step's output travels in one request, so this bounds outputs too)
+MAX_REQUEST = 256 << 20
 
 
 def pack(obj: Any) -> bytes:
