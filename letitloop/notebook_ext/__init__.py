@@ -3,7 +3,8 @@
     %load_ext letitloop
 
 registers the ``%%durable`` cell magic and makes ``step``, ``approval``, ``atomic_marker``,
-``suspend`` and ``current_step`` available in the notebook. Widgets: ``ApprovalWidget``,
+``suspend``, ``current_step`` and the policies ``Retry``, ``Invalid`` and ``Budget`` available in
+the notebook. Widgets: ``ApprovalWidget``,
 ``RunInspector``, ``EffectsInDoubt``; ``runs()`` renders the journal's runs as a table. IPython
 and ipywidgets are imported only when the extension is loaded or a widget is built.
 """
@@ -20,6 +21,7 @@ _EXPORTS = {
     "DurableMagics": "letitloop.notebook_ext._magic",
     "ApprovalWidget": "letitloop.notebook_ext._widgets",
     "RunInspector": "letitloop.notebook_ext._widgets",
+    "RetryWidget": "letitloop.notebook_ext._widgets",
     "EffectsInDoubt": "letitloop.notebook_ext._widgets",
     "runs": "letitloop.notebook_ext._render",
     "RunList": "letitloop.notebook_ext._render",
@@ -29,9 +31,23 @@ __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension
 if TYPE_CHECKING:
     from letitloop.notebook_ext._magic import DurableMagics
     from letitloop.notebook_ext._render import RunList, runs
-    from letitloop.notebook_ext._widgets import ApprovalWidget, EffectsInDoubt, RunInspector
+    from letitloop.notebook_ext._widgets import (
+        ApprovalWidget,
+        EffectsInDoubt,
+        RetryWidget,
+        RunInspector,
+    )
 
-_NAMES = ("step", "approval", "atomic_marker", "suspend", "current_step")
+_NAMES = (
+    "step",
+    "approval",
+    "atomic_marker",
+    "suspend",
+    "current_step",
+    "Retry",
+    "Invalid",
+    "Budget",
+)
 
 
 def load_ipython_extension(ip: Any) -> None:

@@ -12,8 +12,7 @@ never blocks in a cell: it journals the request and the cell ends *suspended*, s
 from __future__ import annotations
 
 import ast
-import hashlib
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,7 +20,11 @@ from letitloop.kernel._errors import ApprovalPending, Suspended
 from letitloop.kernel._human import may_wait
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import Budget
-from letitloop.kernel._runtime import run_workflow
+from letitloop.kernel._runtime import resolve_journal, run_workflow
+from letitloop.notebook_ext._notebook import claim, notebook_identity, path_key
+
+__all__ = ["CellRun", "Outcome", "execute", "last_run", "notebook_identity", "run_cell"]
+_LAST: dict[int, str] = {}  # id(shell) -> the run of the last %%durable cell it ran
 
 
 @dataclass(frozen=True)
@@ -43,37 +46,23 @@ class CellRun:
         return f"cell.{self.name}"
 
     def key(self, notebook: str) -> str:
-        """The run key: ``--run-id``, else the notebook's name plus a hash of its path."""
-        if self.run_id:
-            return self.run_id
-        stem = os.path.splitext(os.path.basename(notebook))[0] or "notebook"
-        digest = hashlib.sha256(notebook.encode()).hexdigest()[:8]
-        return f"{stem}-{digest}"
+        """The run key: ``--run-id``, else the notebook's name plus a hash of its path (before
+        adoption of a renamed notebook's run: see ``_notebook.claim``)."""
+        return self.run_id or path_key(notebook)
 
-    def options(self, notebook: str) -> DurableOptions:
+    def options(self, notebook: str, key: str | None = None) -> DurableOptions:
         budget = None
         if self.budget_usd is not None or self.budget_tokens is not None:
             budget = Budget(usd=self.budget_usd, tokens=self.budget_tokens)
         return DurableOptions(
             name=self.workflow,
-            run_id=self.key(notebook),
+            run_id=key or self.key(notebook),
             journal=self.journal,
             budget=budget,
             on_change="raise" if self.strict else "rerun",
             reopen=True,
+            ignore_args=True,  # the run key names the cell's run; its argument is only a note
         )
-
-
-def notebook_identity(shell: Any) -> str:
-    """Which notebook this kernel runs: JupyterLab's session path, VS Code's file, else cwd."""
-    for value in (
-        os.environ.get("JPY_SESSION_NAME"),
-        shell.user_ns.get("__session__"),
-        shell.user_ns.get("__vsc_ipynb_file__"),
-    ):
-        if isinstance(value, str) and value:
-            return os.path.abspath(value)
-    return os.path.join(os.getcwd(), "ipython")
 
 
 def execute(shell: Any, code: str) -> Any:
@@ -84,7 +73,9 @@ def execute(shell: Any, code: str) -> Any:
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    filename = shell.compile.cache(source)
+    number = getattr(shell, "execution_count", 1)  # already counted up for the running cell
+    number = max(0, number - 1) if isinstance(number, int) else 0  # tracebacks: "Cell In[n]"
+    filename = shell.compile.cache(source, number, code)
     exec(compile(tree, filename, "exec"), shell.user_ns)  # the cell's own code, as IPython does
     if last is not None:
         return eval(compile(last, filename, "eval"), shell.user_ns)
@@ -102,23 +93,39 @@ class Outcome:
         self.run_id = run_id
 
 
-def run_cell(shell: Any, cell: CellRun, journal: Any = None) -> Outcome:
-    """Run the cell durably; a pending approval ends it as suspended (``Outcome.pending``)."""
+def run_cell(
+    shell: Any,
+    cell: CellRun,
+    journal: Any = None,
+    announce: Callable[[str], None] | None = None,
+) -> Outcome:
+    """Run the cell durably; a pending approval ends it as suspended (``Outcome.pending``).
+
+    ``announce`` hears, before the run starts, a note the user should see (this notebook
+    continues the run of a renamed one); by default it is printed."""
     notebook = notebook_identity(shell)
-    opts = cell.options(notebook)
-    if journal is not None:
-        opts = replace(opts, journal=journal)
+    resolved = resolve_journal(journal if journal is not None else cell.journal)
+    kwargs: dict[str, Any] = {}
+    key = cell.run_id
+    if key is None:  # the notebook's own run, one it adopts, or a new one: see _notebook
+        found = claim(resolved, cell.workflow, notebook)
+        key = found.key
+        kwargs["notebook"] = notebook  # journaled: which notebook this run belongs to now
+        if found.note is not None:
+            (announce or print)(found.note)
+    opts = replace(cell.options(notebook, key), journal=resolved)
     shown: list[Any] = [None]
 
-    def body() -> None:  # the run's result stays None: a cell's value need not be journaled
-        shown[0] = execute(shell, cell.code)
+    def body(**_where: Any) -> None:  # the run's result stays None: a cell's value need not
+        shown[0] = execute(shell, cell.code)  # be journaled (its argument names the notebook)
 
     run_id = f"{opts.name}:{opts.run_id}"
+    _LAST[id(shell)] = run_id
     if cell.fresh:
         _reset(opts, run_id)
     token = may_wait.set(False)
     try:
-        run_workflow(body, (), {}, **_as_kwargs(opts))
+        run_workflow(body, (), kwargs, **_as_kwargs(opts))
     except ApprovalPending as exc:
         return Outcome(pending=exc, run_id=run_id)
     except Suspended:
@@ -126,6 +133,21 @@ def run_cell(shell: Any, cell: CellRun, journal: Any = None) -> Outcome:
     finally:
         may_wait.reset(token)
     return Outcome(shown[0], run_id=run_id)
+
+
+def last_run(shell: Any, journal: Any = None) -> str | None:
+    """The run of this notebook's last ``%%durable`` cell: the last one run in this kernel, else
+    (after a restart) the most recently updated run that this notebook's cells journaled."""
+    if id(shell) in _LAST:
+        return _LAST[id(shell)]
+    from letitloop.notebook_ext._notebook import owner_of
+
+    notebook = notebook_identity(shell)
+    resolved = resolve_journal(journal)
+    for info in resolved.list_runs(limit=1 << 30):  # newest first
+        if info.workflow.startswith("cell.") and owner_of(resolved, info.run_id) == notebook:
+            return info.run_id
+    return None
 
 
 def _as_kwargs(opts: DurableOptions) -> dict[str, Any]:

@@ -15,8 +15,15 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from letitloop.kernel._errors import LetItLoopError, NonDeterminismError
-from letitloop.notebook_ext._cell import CellRun, Outcome, run_cell
+from letitloop.kernel._errors import (
+    DeadLetteredError,
+    LetItLoopError,
+    NonDeterminismError,
+    Suspended,
+)
+from letitloop.kernel._runtime import resolve_journal
+from letitloop.notebook_ext._cell import CellRun, Outcome, last_run, run_cell
+from letitloop.notebook_ext._failure import root_cause, tidy
 from letitloop.notebook_ext._progress import Progress
 
 
@@ -37,6 +44,7 @@ class DurableMagics(Magics):
     def durable(self, line: str, cell: str) -> Any:
         """Run the cell as a durable run: kill the kernel, run the cell again, and finished steps
         replay from the journal while the cell's names are bound again."""
+        __tracebackhide__ = True
         args = parse_argstring(self.durable, line)
         if not args.name.isidentifier():
             raise UsageError(
@@ -57,24 +65,42 @@ class DurableMagics(Magics):
         return run_and_show(self.shell, spec)
 
 
-def run_and_show(shell: Any, spec: CellRun, fresh_allowed: bool = True) -> Any:
-    """Run the cell with a progress view; on a pending approval, show its widget."""
+def run_and_show(
+    shell: Any, spec: CellRun, fresh_allowed: bool = True, offer_retry: bool = True
+) -> Any:
+    """Run the cell with a progress view; on a pending approval, show its widget. A failure
+    shows the user's frames and its root cause, and (``offer_retry``) a Retry button."""
+    __tracebackhide__ = True  # IPython hides the frames that set it
     live = None if fresh_allowed else False  # a continuation prints into the widget's output
     progress = Progress(spec.name, shell, live=live) if spec.progress else None
     try:
         with Progress.observing(progress):
-            outcome: Outcome = run_cell(shell, spec if fresh_allowed else _no_fresh(spec))
+            outcome: Outcome = run_cell(
+                shell, spec if fresh_allowed else _no_fresh(spec), announce=_show_note
+            )
     except NonDeterminismError as exc:  # only with --strict: say what a cell user can do
-        raise NonDeterminismError(
-            exc.message,
-            fix="run the cell without --strict to rerun from the first changed step, or with "
-            "--fresh to start the run over",
-            run_id=exc.run_id,
-            step=exc.step,
-            position=exc.position,
+        raise tidy(
+            shell,
+            NonDeterminismError(
+                exc.message,
+                fix="run the cell without --strict to rerun from the first changed step, or with "
+                "--fresh to start the run over",
+                run_id=exc.run_id,
+                step=exc.step,
+                position=exc.position,
+            ),
         ) from None
-    except LetItLoopError as exc:
-        raise exc.with_traceback(None) from None  # our message says it all: no kernel frames
+    except Suspended as exc:  # a budget stop: not a failure, nothing to retry
+        raise tidy(shell, exc) from None
+    except (Exception, KeyboardInterrupt) as exc:
+        try:
+            journal: Any = resolve_journal(spec.journal)
+        except LetItLoopError:
+            journal = None  # the journal itself failed: nothing to look up, nothing to retry
+        tidy(shell, exc, journal)
+        if offer_retry and journal is not None and not isinstance(exc, KeyboardInterrupt):
+            _offer_retry(shell, spec, journal, exc)
+        raise
     finally:
         if progress is not None:
             progress.finish()
@@ -87,6 +113,45 @@ def run_and_show(shell: Any, spec: CellRun, fresh_allowed: bool = True) -> Any:
             on_decided=lambda _row: run_and_show(shell, spec, fresh_allowed=False),
         )
     return outcome.value
+
+
+def _offer_retry(shell: Any, spec: CellRun, journal: Any, exc: BaseException) -> None:
+    """Show a Retry button under a failed or dead-lettered cell (the error follows it)."""
+    from IPython.display import display
+
+    from letitloop.notebook_ext._widgets import RetryWidget
+
+    try:
+        run_id = last_run(shell, journal)
+        status = journal.get_run(run_id).run.status if run_id is not None else None
+    except LetItLoopError:
+        return
+
+    position = exc.position if isinstance(exc, DeadLetteredError) else None
+    if run_id is None or (status != "failed" and position is None):
+        return
+    display(
+        RetryWidget(
+            run_id,
+            journal=journal,
+            position=position,
+            cause=root_cause(exc),
+            on_retry=lambda: run_and_show(shell, spec, fresh_allowed=False, offer_retry=False),
+        )
+    )
+
+
+def _show_note(text: str) -> None:
+    """A note above the cell's output (this notebook continues a renamed notebook's run)."""
+    import html
+
+    from IPython.display import display
+
+    bundle = {
+        "text/plain": f"note: {text}",
+        "text/html": f"<div class='lil-note'>&#9432; {html.escape(text)}</div>",
+    }
+    display(bundle, raw=True)
 
 
 def _no_fresh(spec: CellRun) -> CellRun:

@@ -19,7 +19,7 @@ import ipywidgets as W
 
 from letitloop.journal._config import who
 from letitloop.journal._contract import ApprovalInfo, EventInfo, Journal
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.kernel._errors import DeadLetteredError, LetItLoopError
 from letitloop.kernel._runtime import resolve_journal
 
 
@@ -142,12 +142,9 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         self.edit.disabled = self.comment.disabled = True
         self.status.value = self._status_text()
         if self.on_decided is not None and row.status in ("approved", "rejected"):
-            with self.output:
-                value = self.on_decided(row)
-                if value is not None:
-                    from IPython.display import display
-
-                    display(value)
+            on_decided = self.on_decided
+            kept_output(self.output, lambda: on_decided(row))
+            self.status.value = self._status_text() + " · the run continued below"
 
     def _status_text(self) -> str:
         r = self.row
@@ -156,6 +153,74 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         how = " (timed out)" if r.timed_out else ""
         note = f": {html.escape(r.comment)}" if r.comment else ""
         return f"<b>{r.status}</b> by {html.escape(r.decided_by or '?')}{how}{note}"
+
+
+class RetryWidget(W.VBox):  # type: ignore[misc]
+    """Under a failed or dead-lettered cell: Retry re-arms the dead step (a fresh attempt budget;
+    its history stays in the journal) and runs the cell again, its output landing below."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        journal: Journal | str | None = None,
+        position: int | None = None,
+        cause: BaseException | None = None,
+        on_retry: Callable[[], Any] | None = None,
+    ) -> None:
+        self.journal = resolve_journal(journal)
+        self.run_id, self.position, self.on_retry = run_id, position, on_retry
+        what = "dead-lettered" if position is not None else "failed"
+        why = f": {html.escape(type(cause).__name__)}: {html.escape(str(cause))}" if cause else ""
+        self.title = W.HTML(f"<b>run {html.escape(run_id)}</b> {what}{why}")
+        self.retry = W.Button(
+            description="Retry",
+            icon="redo",
+            button_style="warning",
+            tooltip=(
+                "give the dead-lettered step new attempts and run this cell again"
+                if position is not None
+                else "run this cell again: finished steps replay, the failed one runs again"
+            ),
+        )
+        rearm = "re-arms the step (its failed attempts stay in the journal) and "
+        self.status = W.HTML(
+            f"<i>Retry {rearm if position is not None else ''}runs this cell's code again; "
+            "finished steps replay.</i>"
+        )
+        self.output = W.Output()
+        self.retry.on_click(lambda _b: self.click())
+        super().__init__([self.title, W.HBox([self.retry]), self.status, self.output])
+        self.add_class("lil-retry")
+
+    def __repr__(self) -> str:
+        first = f"`lil runs retry {self.run_id}`, then " if self.position is not None else ""
+        return f"run {self.run_id} failed: to retry, {first}run the cell again"
+
+    def click(self) -> None:
+        """What Retry does: re-arm a dead step, then run the cell again in this output area."""
+        self.retry.disabled = True
+        if self.position is not None:
+            try:
+                self.journal.rearm_step(self.run_id, who(), self.position)
+            except LetItLoopError as exc:
+                self.status.value = _error(exc.message)
+                self.retry.disabled = False
+                return
+        self.status.value = "<i>retrying…</i>"
+        self.output.outputs = ()
+        error = kept_output(self.output, self.on_retry or (lambda: None))
+        if isinstance(error, DeadLetteredError):  # the next Retry re-arms the step that died now
+            self.position = error.position
+        self._after(error is None)
+
+    def _after(self, ok: bool) -> None:
+        status = self.journal.get_run(self.run_id).run.status
+        if ok:
+            self.status.value = f"retried by {html.escape(who())}: run {status}"
+        else:  # the error shows below; the button stays for another try
+            self.status.value = f"retried by {html.escape(who())}: failed again ({status})"
+            self.retry.disabled = False
 
 
 class RunInspector(W.VBox):  # type: ignore[misc]
@@ -229,6 +294,52 @@ class EffectsInDoubt(W.VBox):  # type: ignore[misc]
     def resolve(self, run_id: str, position: int, resolution: str) -> None:
         self.journal.resolve_marker(run_id, position, resolution, who())
         self.refresh()
+
+
+def kept_output(output: W.Output, fn: Callable[[], Any]) -> BaseException | None:
+    """Run ``fn`` and keep what it prints, displays, returns or raises in ``output``'s own state.
+
+    An ``Output`` used as a context manager relies on the browser to route messages into it, so
+    whatever runs while no tab shows the notebook (a decision made in the terminal after the tab
+    was closed) would be lost. Kept in the widget's state instead, it is there when the notebook
+    is opened again. Returns the exception ``fn`` raised, if any (it is shown, not raised)."""
+    from IPython.core.getipython import get_ipython
+    from IPython.utils.capture import capture_output
+
+    error: BaseException | None = None
+    with capture_output(display=True) as captured:
+        try:
+            value = fn()
+            if value is not None:
+                from IPython.display import display
+
+                display(value)
+        except Exception as exc:  # shown in the output, as the cell would show it
+            error = exc
+    kept: list[dict[str, Any]] = []
+    for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
+        if text:
+            kept.append({"output_type": "stream", "name": name, "text": text})
+    for rich in captured.outputs:
+        kept.append({"output_type": "display_data", "data": rich.data, "metadata": rich.metadata})
+    if error is not None:
+        kept.append(_error_output(get_ipython(), error))
+    output.outputs = (*output.outputs, *kept)
+    return error
+
+
+def _error_output(shell: Any, exc: BaseException) -> dict[str, Any]:
+    render = getattr(exc, "_render_traceback_", None)
+    if render is not None:
+        stb = render()
+    elif shell is not None:
+        stb = shell.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__, 0)
+    else:
+        import traceback
+
+        stb = traceback.format_exception(exc)
+    name = type(exc).__name__
+    return {"output_type": "error", "ename": name, "evalue": str(exc), "traceback": stb}
 
 
 def _pre(value: Any) -> str:
