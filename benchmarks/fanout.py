@@ -1,0 +1,184 @@
+"""Benchmark: step.map on Dask against plain Dask on the same LocalCluster, and re-attach cost.
+
+    python benchmarks/fanout.py [--items 1000] [--ms 10] [--rounds 3]
+
+One LocalCluster of 2 worker processes (1 thread each) serves every measure, so both sides pay
+the same scheduler and the same cores. Reported, as medians over rounds in one run:
+- plain ``client.map(fn, items)`` + ``client.gather`` of ITEMS tasks that sleep MS ms;
+- ``step.map`` of the same function inside a ``@durable`` workflow on a DuckDB journal (each
+  item a child run journaled by the worker), and the ratio to plain Dask (bar: <= 1.5x);
+- re-attach: a parent whose map finished half of its items is called again (what a killed
+  orchestrator's restart does): the time until the map is running its first new item again,
+  i.e. the journal read that finds the finished half (bar: <= 1 s), and the whole rerun against
+  the ideal of running only the unfinished half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def sleepy(ms: float, i: int) -> int:
+    time.sleep(ms / 1000)
+    return i
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--ms", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    import functools
+
+    import distributed
+
+    from letitloop import durable, step
+    from letitloop.distributed import DaskExecutor
+    from letitloop.journal.duckdb._client import stop_owner
+
+    tmp = Path(tempfile.mkdtemp(prefix="lil-bench-dist-"))
+    journal = tmp / "journal.duckdb"
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    executor = DaskExecutor(client)
+    fn = functools.partial(sleepy, args.ms)
+    items = list(range(args.items))
+
+    plain, ours, rerun, first_new = [], [], [], []
+    for r in range(args.rounds):
+        t = time.perf_counter()
+        futures = client.map(fn, items, pure=False)
+        assert client.gather(futures) == items
+        plain.append(time.perf_counter() - t)
+
+        @durable(journal=str(journal), run_id=f"round{r}", name="bench_map")
+        def whole() -> list[int]:
+            return step.map("sleepy", fn, items, on=executor)  # type: ignore[arg-type]
+
+        t = time.perf_counter()
+        assert whole() == items
+        ours.append(time.perf_counter() - t)
+
+        # re-attach: an orchestrator killed with half of its items journaled, then called again
+        first, total = reattach_once(journal, r, args, client.scheduler.address, executor)
+        first_new.append(first)
+        rerun.append(total)
+
+    half_ideal = statistics.median(plain) / 2
+    print(f"items={args.items} x {args.ms} ms, 2 workers x 1 thread, rounds={args.rounds}")
+    print(f"plain dask client.map      median {statistics.median(plain) * 1000:8.1f} ms")
+    print(
+        f"step.map (journaled)       median {statistics.median(ours) * 1000:8.1f} ms"
+        f"   ratio {statistics.median(ours) / statistics.median(plain):.2f}x (bar <= 1.5x)"
+    )
+    print(
+        f"re-attach at 50%: finished half found in {statistics.median(first_new) * 1000:.1f} ms"
+        f" (bar <= 1000 ms); whole rerun {statistics.median(rerun) * 1000:.1f} ms against "
+        f"{half_ideal * 1000:.1f} ms for the unfinished half on plain dask"
+    )
+    executor.close()
+    client.close()
+    cluster.close()
+    stop_owner(journal)
+
+
+ORCHESTRATOR = """
+import functools, sys, time
+from letitloop import durable, step
+from letitloop.distributed import DaskExecutor
+
+def sleepy(ms, i):
+    time.sleep(ms / 1000)
+    return i
+
+journal, run, n, ms, address = sys.argv[1:6]
+
+@durable(journal=journal, run_id=run, name="bench_reattach")
+def fan(n):
+    return step.map("sleepy", functools.partial(sleepy, float(ms)), range(n),
+                    on=DaskExecutor(address))
+
+fan(int(n))
+"""
+
+
+def reattach_once(
+    journal: Path, r: int, args: argparse.Namespace, address: str, executor: object
+) -> tuple[float, float]:
+    """SIGKILL an orchestrator once half of its items are journaled; call the run again here.
+
+    Returns the seconds until the map submits its first unfinished item, and the whole rerun."""
+    import functools
+    import os
+    import signal
+    import subprocess
+
+    from letitloop import durable, open_journal, step
+    from letitloop.kernel import _fanout
+
+    run = f"reattach{r}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            ORCHESTRATOR,
+            str(journal),
+            run,
+            str(args.items),
+            str(args.ms),
+            address,
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    j = open_journal(journal)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        done = j.list_runs(workflow="bench_reattach.sleepy", status="completed", limit=10**6)
+        if len([x for x in done if x.run_id.startswith(f"bench_reattach.sleepy:{run}.")]) >= (
+            args.items // 2
+        ):
+            break
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    @durable(journal=str(journal), run_id=run, name="bench_reattach")
+    def fan(n: int) -> list[int]:
+        return step.map(
+            "sleepy",
+            functools.partial(sleepy, args.ms),
+            range(n),
+            on=executor,  # type: ignore[arg-type]
+        )
+
+    marks: list[float] = []
+    real_submit = _fanout._submit_all
+
+    def timed_submit(*a: object, **k: object) -> None:
+        marks.append(time.perf_counter())
+        real_submit(*a, **k)  # type: ignore[arg-type]
+
+    _fanout._submit_all = timed_submit  # type: ignore[assignment]
+    try:
+        started = time.perf_counter()
+        assert fan(args.items) == list(range(args.items))
+        ended = time.perf_counter()
+    finally:
+        _fanout._submit_all = real_submit
+    return marks[0] - started, ended - started
+
+
+if __name__ == "__main__":
+    main()
