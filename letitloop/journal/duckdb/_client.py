@@ -638,6 +638,12 @@ class OwnerJournal(RecordWrites):
     def stats(self) -> dict[str, Any]:
         return dict(self._call({"op": "stats"})["stats"])
 
+    def quarantine(self, action: str | None = None, lsn: int | None = None) -> dict[str, Any]:
+        """Records the owner set aside because it could not fold them; ``action`` "drop" or
+        "retry" resolves one (``lsn``) or all of them first."""
+        msg = self._call({"op": "quarantine", "action": action, "lsn": lsn})
+        return {"rows": msg["rows"], "done": msg["done"]}
+
     def stop_owner(self) -> int:
         pid = int(self._call({"op": "stop"})["pid"])
         self.close()

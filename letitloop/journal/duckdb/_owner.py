@@ -35,7 +35,7 @@ import msgpack
 
 from letitloop import __version__ as VERSION
 from letitloop.journal._config import JournalPaths, env_float
-from letitloop.journal._records import Record, budget_record, validate, without_payload
+from letitloop.journal._records import Record, budget_record, without_payload
 from letitloop.journal._state import (
     _WIRE_FIELDS,
     JournalState,
@@ -175,7 +175,7 @@ class Owner:
         t0 = time.perf_counter()
         items, torn = self.log.recover(self.store.folded_lsn)
         self.stats["torn_tails_cut"] = torn
-        recs = [(lsn, validate(msgpack.unpackb(p, raw=False))) for lsn, p in items]
+        recs = self.store.decode(items)  # a record that cannot be read is quarantined
         self.store.fold(recs)  # recovery folds the unfolded suffix before serving
         self.log.drop_folded(self.store.folded_lsn)
         self.known = self.store.known_runs()
