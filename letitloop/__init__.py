@@ -27,6 +27,7 @@ _EXPORTS = {
     "NonDeterminismError": "letitloop.kernel._errors",
     "InDoubtError": "letitloop.kernel._errors",
     "RunLockedError": "letitloop.kernel._errors",
+    "RunArgumentsError": "letitloop.kernel._errors",
     "DeadLetteredError": "letitloop.kernel._errors",
     "Retry": "letitloop.kernel._policy",
     "Invalid": "letitloop.kernel._policy",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
         InDoubtError,
         LetItLoopError,
         NonDeterminismError,
+        RunArgumentsError,
         RunLockedError,
         Suspended,
     )

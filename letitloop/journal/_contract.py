@@ -58,6 +58,7 @@ class RunState(NamedTuple):
     cost_micros: int = 0  # spent in this epoch so far
     tokens: int = 0
     budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens)
+    args: Encoded | None = None  # the journaled call's encoded [args, kwargs]
 
 
 class RunInfo(NamedTuple):

@@ -29,6 +29,7 @@ from letitloop.journal._contract import (
     RunInfo,
     RunState,
 )
+from letitloop.journal._lookup import match_run as match_run  # every backend finds runs so
 from letitloop.journal._preview import preview
 from letitloop.journal._records import (
     CHECKPOINT_KINDS,
@@ -379,21 +380,6 @@ class MemoryJournal(RecordWrites):
                 mine = [e for e in events if run_filter in (None, e.run_id)]
                 if mine:
                     callback(mine)
-
-
-def match_run(text: str, run_ids: Sequence[str]) -> str:
-    """A run id from its full form, its key, or an unambiguous prefix or suffix."""
-    if text in run_ids:
-        return text
-    hits = [r for r in run_ids if r.endswith(":" + text) or r.startswith(text) or r.endswith(text)]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        raise JournalError(f"no run matches {text!r}", fix="list runs with `lil runs list`")
-    raise JournalError(
-        f"{text!r} matches {len(hits)} runs: {', '.join(sorted(hits)[:5])}",
-        fix="give more of the run id",
-    )
 
 
 def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) -> None:

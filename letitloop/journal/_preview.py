@@ -61,6 +61,30 @@ def preview(
     return "".join(out.parts)
 
 
+def call_preview(workflow: str, codec: str, data: bytes, limit: int = 300) -> str:
+    """A call's journaled ``[args, kwargs]`` as it was written: ``sync_workflow(7, plan="pro")``."""
+    name = workflow.rpartition(".")[2] or workflow
+    if codec == "pickle" or codec not in ("json", "lilj", "liljc"):
+        return f"{name}(<{codec} arguments, {len(data)} bytes>)"
+    try:
+        args, kwargs = json.loads((data[_MAC_LEN:] if codec == "liljc" else data).decode())
+        out = _Text(limit)
+        out.put(name + "(")
+        for i, a in enumerate(args):
+            out.put(", " if i else "")
+            out.value(a)
+        for i, (k, v) in enumerate(kwargs.items()):
+            out.put(", " if i or args else "")
+            out.put(f"{k}=")
+            out.value(v)
+        out.put(")")
+    except _Full:
+        return "".join(out.parts)[:limit] + "…)"
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return f"{name}(<{len(data)} bytes of arguments>)"
+    return "".join(out.parts)
+
+
 def short_repr(value: object, limit: int = 200) -> str:
     """A repr cut to ``limit`` characters, kept with a pickled value so it can be shown later
     without unpickling; a ``__repr__`` that raises gives the type's name instead."""

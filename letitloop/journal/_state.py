@@ -71,6 +71,7 @@ class RunEntry:
             "cost": self.cost_micros,
             "tokens": self.tokens,
             "budget": list(self.budget) if self.budget else None,
+            "args": self.args,
         }
 
     def steps_done(self) -> int:
@@ -100,6 +101,7 @@ def run_state(wire: dict[str, Any]) -> RunState:
         cost_micros=wire.get("cost", 0),
         tokens=wire.get("tokens", 0),
         budget=tuple(wire["budget"]) if wire.get("budget") else None,
+        args=(args[0], args[1]) if (args := wire.get("args")) else None,
     )
 
 
@@ -393,7 +395,9 @@ class JournalState:
             step["err"] = old.get("err")  # the policy's counts, wait and critique carry forward
         if rec["kind"] == "approval":  # the request and its decision stay with the position
             step["ask"] = rec.get("ask") or (old or {}).get("ask")
-            if old is not None and old.get("ans") is not None:
+            # only the same attempt's answer: a superseded attempt's (the cell was edited and
+            # asks again) must not decide the new request
+            if old is not None and old.get("ans") is not None and old["att"] == rec["att"]:
                 step["ans"] = old["ans"]
         if rec["k"] != "step":
             out = rec.get("out")

@@ -21,8 +21,14 @@ class DurableOptions:
 
     Attributes:
         name: the workflow name; default ``module.qualname`` of the function.
-        run_id: a fixed run key (``goal_id`` is an alias); default derived from the arguments,
-            so the same call resumes and a different call is a different run.
+        run_id: the run key (``goal_id`` is an alias); default derived from the arguments,
+            so the same call resumes and a different call is a different run. Placeholders
+            name parameters: ``run_id="sync-{user_id}"`` gives each user a run of its own. A
+            call whose arguments differ from those journaled under its run id raises
+            ``RunArgumentsError`` instead of returning the other call's result.
+        ignore_args: with a fixed ``run_id``, the run id alone names the run: a call with
+            other arguments returns (or resumes) the run journaled under that id ("same id,
+            one result"). Off by default.
         journal: a journal path or ``Journal`` object; default found as ``journal._config`` says.
         lock_timeout: seconds to wait when another process is executing the same run, before
             raising ``RunLockedError``; 0 raises at once.
@@ -49,6 +55,23 @@ class DurableOptions:
     budget: Budget | None = None
     on_change: str = "raise"
     reopen: bool = False
+    ignore_args: bool = False
+
+    def run_key(self, arguments: dict[str, object]) -> str | None:
+        """The fixed run key for a call's bound ``arguments`` (placeholders filled), or None
+        when the key derives from the arguments."""
+        if self.run_id is None or "{" not in self.run_id:
+            return self.run_id
+        try:
+            return self.run_id.format_map(arguments)
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            names = ", ".join(arguments) or "none"
+            raise ConfigError(
+                f"run_id {self.run_id!r} cannot be filled from the call's arguments ({exc!r}; "
+                f"parameters: {names})",
+                fix='name parameters in braces, e.g. run_id="sync-{user_id}"; write {{ and }} '
+                "for literal braces",
+            ) from None
 
     def step_defaults(self) -> StepOptions:
         return StepOptions(retry=self.retry, timeout=self.timeout)

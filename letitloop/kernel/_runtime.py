@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
 from letitloop.journal._contract import CacheEntry, Journal, StepRecord
-from letitloop.journal._preview import short_repr
+from letitloop.journal._preview import call_preview, short_repr
 from letitloop.journal._state import error_dict
 from letitloop.kernel import _cost, _fanout
 from letitloop.kernel._attempts import (
@@ -38,7 +38,15 @@ from letitloop.kernel._context import (
     current_step_var,
     require_run,
 )
-from letitloop.kernel._errors import CodecError, ConfigError, ReplayedStepError, Suspended
+from letitloop.kernel._errors import (
+    CodecError,
+    ConfigError,
+    JournalError,
+    ReplayedStepError,
+    RunArgumentsError,
+    RunLockedError,
+    Suspended,
+)
 from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions, JournalSpec
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
@@ -123,7 +131,8 @@ class _Invocation:
         self.codec = codec_for(self.journal, opts.allow_pickle)
         bound = _signature(fn).bind(*args, **kwargs)  # a bad call fails before journaling
         bound.apply_defaults()
-        self.key = opts.run_id or fingerprint(bound.args, bound.kwargs)[:16]
+        self.fixed = opts.run_key(bound.arguments)
+        self.key = self.fixed or fingerprint(bound.args, bound.kwargs)[:16]
         self.run_id = f"{self.workflow}:{self.key}"
         try:
             codec, data = self.codec.encode(
@@ -134,6 +143,8 @@ class _Invocation:
             self.args = None  # resuming by name is then impossible; the run itself still works
 
     def open(self, parent: str | None) -> RunContext | _Done:
+        if self.fixed is not None and not self.opts.ignore_args and self.args is not None:
+            self._check_arguments()
         state = self.journal.open_run(
             run_id=self.run_id,
             workflow=self.workflow,
@@ -153,6 +164,45 @@ class _Invocation:
         return RunContext(
             self.journal, self.codec, state, self.opts.step_defaults(), limits, self.opts.on_change
         )
+
+    def _check_arguments(self) -> None:
+        """A fixed run id names one call: refuse a call whose arguments differ from those
+        journaled under it, before anything is written (see ``RunArgumentsError``)."""
+        try:
+            state = self.journal.open_run(
+                run_id=self.run_id, workflow=self.workflow, key=self.key, lease=False
+            )
+        except RunLockedError:
+            return  # someone executes it right now: the leased open says so
+        except JournalError:
+            return  # no such run yet: this call starts it
+        if state.args is None or state.args == self.args or state.status == "reset":
+            return
+        assert self.args is not None
+        try:
+            old = self.codec.decode(*state.args, what=f"arguments of run {self.run_id}")
+            if old == [list(self.call_args), self.call_kwargs]:
+                return  # equal values whose bytes differ (pickle)
+        except CodecError:
+            pass
+        journaled = call_preview(self.workflow, *state.args)
+        called = call_preview(self.workflow, *self.args)
+        raise RunArgumentsError(
+            f"run {self.run_id} was journaled for {journaled}, but this call is {called}: a "
+            f"fixed run id names one run, so this call would get the other call's result",
+            fix=f"give each call its own key, e.g. a placeholder per argument: "
+            f'run_id="{self.fixed}-{{{self._first_param()}}}" (or leave run_id out: the key '
+            f"then derives from the arguments); or start this run over with "
+            f"`lil runs reset {self.run_id}`; or pass ignore_args=True if one result for "
+            f"any arguments is what you mean",
+            run_id=self.run_id,
+            journaled=journaled,
+            called=called,
+        )
+
+    def _first_param(self) -> str:
+        params = list(_signature(self.fn).parameters)
+        return params[0] if params else "arg"
 
     def finish_record(self, ctx: RunContext, result: Any) -> dict[str, Any]:
         codec, data = self.codec.encode(
@@ -254,6 +304,7 @@ def durable(
     journal: JournalSpec = ...,
     lock_timeout: float = ...,
     allow_pickle: bool = ...,
+    ignore_args: bool = ...,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """Make a function durable: kill its process anywhere and call it again to resume.

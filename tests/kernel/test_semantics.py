@@ -13,6 +13,7 @@ from letitloop.kernel._errors import (
     NonDeterminismError,
     NotInDurableContextError,
     ReplayedStepError,
+    RunArgumentsError,
     UnencodableError,
 )
 
@@ -90,8 +91,16 @@ def test_goal_id_and_run_id_fix_the_run(any_journal) -> None:
         return step("id", lambda v: v, x)
 
     assert flow(1) == 1
-    assert flow(2) == 1  # same goal: the completed run's result, whatever the arguments
+    with pytest.raises(RunArgumentsError):  # same goal, other arguments: never the old result
+        flow(2)
     assert any_journal.list_runs()[0].key == "customer_sync"
+    flow_name = any_journal.list_runs()[0].workflow
+
+    @durable(journal=any_journal, goal_id="customer_sync", ignore_args=True, name=flow_name)
+    def once(x: int) -> int:
+        return step("id", lambda v: v, x)
+
+    assert once(2) == 1  # "same id, one result", asked for explicitly
     with pytest.raises(ConfigError, match="both run_id and goal_id"):
         durable(run_id="a", goal_id="b")
 
