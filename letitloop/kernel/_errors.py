@@ -9,6 +9,7 @@
     ├── RunLockedError              another process is executing this run right now
     ├── RunCancelledError           someone cancelled the run; it stops and is not resumed
     ├── NonDeterminismError         replay met a different step than the journal recorded
+    ├── RunArgumentsError           a fixed run id was called with other arguments than journaled
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
     ├── DeadLetteredError           a step used up its retry or validation attempts
@@ -122,6 +123,19 @@ class NonDeterminismError(LetItLoopError):
     """Replay met a different step (name, kind or inputs) than the journal holds."""
 
     title = "replay diverged from the journal"
+
+
+class RunArgumentsError(LetItLoopError):
+    """A fixed ``run_id``/``goal_id`` names a run journaled for other arguments: returning its
+    result (or resuming it) for this call would be wrong. ``.journaled`` and ``.called`` hold
+    both argument sets as text."""
+
+    title = "run id reused with other arguments"
+
+    def __init__(self, message: str, *, journaled: str, called: str, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.journaled = journaled
+        self.called = called
 
 
 class InDoubtError(LetItLoopError):
