@@ -2,7 +2,8 @@
 
 The journal is found the way git finds its directory, first match wins:
 
-1. an explicit ``journal=`` argument (a path), then ``LIL_JOURNAL`` (a path);
+1. an explicit ``journal=`` argument, then ``LIL_JOURNAL`` (a path, or a ``postgresql://`` URL
+   for a PostgreSQL journal: see ``journal.postgres``);
 2. ``[tool.letitloop] journal = "..."`` in the nearest ``pyproject.toml`` (relative to that file);
 3. ``.letitloop/journal.duckdb`` in the nearest ancestor holding ``.letitloop/``, ``pyproject.toml``
    or ``.git``;
@@ -74,7 +75,7 @@ class JournalPaths:
         return Path(base) / f"letitloop-{os.getuid()}" / f"{digest}.sock"
 
 
-def _pyproject_journal(pyproject: Path) -> Path | None:
+def _pyproject_journal(pyproject: Path) -> Path | str | None:
     """Read ``[tool.letitloop] journal`` without importing tomllib unless the file mentions it."""
     try:
         text = pyproject.read_text(encoding="utf-8")
@@ -99,19 +100,45 @@ def _pyproject_journal(pyproject: Path) -> Path | None:
             f"[tool.letitloop] journal in {pyproject} must be a path string, got {value!r}",
             fix='write e.g. journal = ".letitloop/journal.duckdb"',
         )
+    if _URL.match(value):
+        return _check_url(value)
     return (pyproject.parent / value).resolve()
 
 
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://")
+
+
+def _check_url(text: str) -> str:
+    if not text.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            f"journal {text!r} is a URL of a kind letitloop cannot use",
+            fix="use a DuckDB journal file such as .letitloop/journal.duckdb, or a "
+            "postgresql://user@host/db URL",
+        )
+    return text
+
+
 def find_journal(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
-    """Return the journal file to use, following the precedence in this module's docstring."""
+    """Return the DuckDB journal file to use, following this module's docstring's precedence."""
+    found = find_location(explicit, cwd)
+    if isinstance(found, str):
+        raise ConfigError(
+            f"journal {found!r} is a PostgreSQL URL, and this needs a local DuckDB journal file",
+            fix="open it with letitloop.journal.open_journal (the runtime and `lil` commands do), "
+            "or point LIL_JOURNAL at a file such as .letitloop/journal.duckdb",
+        )
+    return found
+
+
+def find_location(
+    explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None
+) -> Path | str:
+    """The journal to use: a DuckDB file's path, or a ``postgresql://`` URL (as a str)."""
     chosen = explicit if explicit is not None else os.environ.get("LIL_JOURNAL") or None
     if chosen is not None:
         text = os.fspath(chosen)
-        if re.match(r"^[a-z][a-z0-9+.-]*://", text):
-            raise ConfigError(
-                f"journal {text!r} is a URL; only local DuckDB journal files are supported so far",
-                fix="point LIL_JOURNAL (or journal=) at a file such as .letitloop/journal.duckdb",
-            )
+        if _URL.match(text):
+            return _check_url(text)
         path = Path(text).expanduser()
         if path.is_dir():
             path = path / "journal.duckdb"

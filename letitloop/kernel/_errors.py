@@ -7,6 +7,7 @@
     │   └── JournalVersionError         client and owner speak different protocol or schema versions
     │   └── ApprovalDecidedError        an approval was already decided (first decision wins)
     ├── RunLockedError              another process is executing this run right now
+    │   └── LeaseLostError              this process's lease was taken over; its writes are refused
     ├── RunCancelledError           someone cancelled the run; it stops and is not resumed
     ├── NonDeterminismError         replay met a different step than the journal recorded
     ├── RunArgumentsError           a fixed run id was called with other arguments than journaled
@@ -117,6 +118,13 @@ class RunLockedError(LetItLoopError):
     """Another process is executing this run; only one may at a time."""
 
     title = "run is locked"
+
+
+class LeaseLostError(RunLockedError):
+    """This process's lease on a run was taken over (it was silent past ``LIL_LEASE_TTL``);
+    its writes are refused and it must stop executing the run (fencing)."""
+
+    title = "run lease lost"
 
 
 class NonDeterminismError(LetItLoopError):

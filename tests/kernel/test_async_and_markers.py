@@ -202,6 +202,8 @@ def _second_session(journal):  # type: ignore[no-untyped-def]
 
     if isinstance(journal, MemoryJournal):
         return MemoryJournal(journal.store)
+    if type(journal).__name__ == "PgJournal":
+        return type(journal)(journal.location)
     assert isinstance(journal, OwnerJournal)
     return OwnerJournal(journal.paths.db)
 

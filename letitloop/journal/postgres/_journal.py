@@ -1,0 +1,589 @@
+"""``PgJournal``: the Journal contract on PostgreSQL, reached directly (no owner process).
+
+Every write is one transaction that locks the run's row, rebuilds (or reuses) the run's state,
+runs the shared state machine (``journal._state``) over the records exactly as the owner and
+the memory journal do, projects the accepted ones into the tables (``_writes``) and commits.
+An acknowledged write (``sync=True``) is durable when the call returns; records nobody waits
+for (a step's start, a cache entry) commit with ``synchronous_commit=off`` and become durable
+with the next synchronous commit. When the server goes away (restart, failover), calls
+reconnect, take their leases back and resend: records keep their natural keys, so a resend of
+a write that did commit is recognized and dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+
+from letitloop.journal._config import env_float
+from letitloop.journal._contract import (
+    ApprovalInfo,
+    CacheEntry,
+    CheckpointRow,
+    Encoded,
+    EventInfo,
+    Proposal,
+    RunDetail,
+    RunInfo,
+    RunState,
+)
+from letitloop.journal._records import (
+    JOURNAL_KINDS,
+    Record,
+    budget_record,
+    cache_record,
+)
+from letitloop.journal._state import (
+    JournalState,
+    RunEntry,
+    rearm_record,
+    reset_record,
+    resolve_record,
+    run_state,
+)
+from letitloop.journal._writes import RecordWrites
+from letitloop.journal.postgres import _reads, _schema
+from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
+from letitloop.journal.postgres._listen import Follower, Notifier, Subscription
+from letitloop.journal.postgres._writes import project
+from letitloop.kernel._errors import (
+    JournalError,
+    JournalUnavailableError,
+    LetItLoopError,
+    RunLockedError,
+)
+
+T = TypeVar("T")
+_journals: dict[str, PgJournal] = {}
+_journals_lock = threading.Lock()
+
+
+def open_journal(url: str) -> PgJournal:
+    """The process-wide journal object for a ``postgresql://`` URL."""
+    with _journals_lock:
+        journal = _journals.get(url)
+        if journal is None or journal.closed or journal.pid != os.getpid():
+            journal = _journals[url] = PgJournal(url)
+        return journal
+
+
+class PgJournal(RecordWrites):
+    """See the module docstring. Thread-safe: calls share one connection under a lock."""
+
+    def __init__(self, url: str) -> None:
+        self.where = _schema.parse_location(url)
+        self.location = url
+        self.ttl = env_float("LIL_LEASE_TTL", 30.0)
+        self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
+        self.closed = False
+        self.pid = os.getpid()
+        self.session = f"{os.getpid()}@{socket.gethostname()}/{os.urandom(6).hex()}"
+        self._lock = threading.RLock()
+        self._leases: dict[str, int] = {}  # run id -> the lease token this process holds
+        self._cache: dict[str, tuple[RunEntry, int]] = {}  # held runs: state and its rev
+        self._conn: Any = None
+        self._conn = self._connect(migrate=True)
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
+        self.journal_id = str(row[0]) if row else ""
+        self._notifier: Notifier | None = None
+        self._follower: Follower | None = None
+        self._heartbeat: Heartbeat | None = None
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _connect(self, migrate: bool = False) -> Any:
+        """A new autocommit connection on the journal's schema (migrating it on first use)."""
+        deadline = time.monotonic() + self.connect_timeout
+        pause = 0.05
+        while True:
+            try:
+                conn = psycopg.connect(
+                    self.where.dsn,
+                    autocommit=True,
+                    connect_timeout=max(2, int(self.connect_timeout)),
+                    keepalives=1,
+                    keepalives_idle=max(1, int(self.ttl / 3)),
+                    keepalives_interval=max(1, int(self.ttl / 6)),
+                    keepalives_count=3,
+                    application_name="letitloop",
+                )
+                break
+            except psycopg.OperationalError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise JournalUnavailableError(
+                        f"cannot reach the PostgreSQL journal {self.location}: {str(exc).strip()}",
+                        fix="check that the server runs and the URL (host, port, user, "
+                        "database) is right; `psql URL` should connect",
+                    ) from None
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
+        if migrate:
+            _schema.migrate(conn, self.where, by=self.session.split("/", 1)[0])
+        else:
+            _schema.check_not_newer(_schema.current_version(conn, self.where.schema), self.where)
+        conn.execute(f'SET search_path TO "{self.where.schema}"')
+        idle = max(5, int(self.ttl))  # a frozen writer mid-transaction must not hold events back
+        conn.execute(f"SET idle_in_transaction_session_timeout = '{idle}s'")
+        return conn
+
+    def _fresh(self) -> Any:
+        """A connection for a helper thread (notifier, follower)."""
+        return self._connect()
+
+    def _run(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(connection)`` under the lock; on a lost server reconnect, re-lock, resend."""
+        if self.closed:
+            raise JournalError(f"journal {self.location} was closed")
+        with self._lock:
+            if os.getpid() != self.pid:  # forked: the parent's connection and leases are not ours
+                raise JournalError(
+                    "a PostgreSQL journal object cannot cross a fork",
+                    fix="call letitloop.journal.open_journal(...) again in the child process",
+                )
+            failures = 0
+            while True:
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._reconnect()
+                    return fn(self._conn)
+                except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                    if self._conn is not None and not self._conn.closed and not _broken(exc):
+                        raise JournalError(f"PostgreSQL journal: {str(exc).strip()}") from None
+                    self._drop_conn()
+                    failures += 1
+                    if failures > 20:
+                        raise JournalUnavailableError(
+                            f"lost the PostgreSQL journal {self.location} {failures} times "
+                            f"in a row: {str(exc).strip()}",
+                            fix="check the server's log; the call can be retried safely",
+                        ) from None
+                    time.sleep(min(1.0, 0.05 * failures))
+
+    def _drop_conn(self) -> None:
+        self._cache.clear()
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+        self._conn = None
+
+    def _reconnect(self) -> None:
+        """Connect again and take this process's leases back (their advisory locks died with
+        the old connection); a lease someone took meanwhile is dropped: writes refuse it."""
+        self._conn = self._connect()
+        cur = self._conn.cursor()
+        for run_id, token in list(self._leases.items()):
+            row = cur.execute(
+                "SELECT holder, lease_token FROM runs WHERE run_id = %s", [run_id]
+            ).fetchone()
+            if row and row[0] == self.session and row[1] == token and take_lock(cur, run_id, token):
+                cur.execute(
+                    "UPDATE runs SET heartbeat = now(), holder_pid = pg_backend_pid() "
+                    "WHERE run_id = %s AND lease_token = %s",
+                    [run_id, token],
+                )
+
+    def _poke(self) -> None:
+        if self._notifier is None:
+            self._notifier = Notifier(self._fresh, self.where.channel)
+        self._notifier.poke()
+
+    # -- runs and leases ----------------------------------------------------------------------
+
+    def open_run(
+        self,
+        *,
+        run_id: str,
+        workflow: str,
+        key: str,
+        args: Encoded | None = None,
+        entry: str | None = None,
+        parent: str | None = None,
+        lease: bool = True,
+        lock_timeout: float = 0.0,
+        reopen: bool = False,
+    ) -> RunState:
+        req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
+        req.update(args=list(args) if args else None, entry=entry, parent=parent, reopen=reopen)
+        deadline = time.monotonic() + lock_timeout
+        while True:
+            try:
+                wire = self._run(lambda conn: self._begin(conn, req))
+                break
+            except RunLockedError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                time.sleep(min(0.05, left))
+        if wire is None:
+            raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+        return run_state(wire)
+
+    def _begin(self, conn: Any, req: dict[str, Any]) -> dict[str, Any] | None:
+        run_id = req["run"]
+        state = JournalState()
+        if not req["lease"]:
+            try:
+                entry, _ = _reads.load_entry(conn.cursor(), run_id, self.ttl, lock=False)
+            except KeyError:
+                return None
+            state.runs[run_id] = entry
+            return state.begin(req, self.session)[0]
+        new_token = None
+        try:
+            with conn.transaction():
+                cur = conn.cursor()
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [run_id])
+                lease = self._load(cur, state, run_id, fence=False)
+                wire, recs = state.begin(req, self.session)
+                if not recs:
+                    return wire
+                mine = lease.get("holder") == self.session and self._leases.get(
+                    run_id
+                ) == lease.get("token")
+                token = int(lease.get("token") or 0)
+                if not mine:
+                    token += 1
+                    while not take_lock(cur, run_id, token):  # a zombie of a recreated run
+                        token += 1
+                    new_token = token
+                project(cur, recs)
+                cur.execute(
+                    "UPDATE runs SET holder = %s, holder_pid = pg_backend_pid(), lease_token = %s,"
+                    " heartbeat = now(), rev = rev + 1 WHERE run_id = %s RETURNING rev",
+                    [self.session, token, run_id],
+                )
+                rev = cur.fetchone()[0]
+        except BaseException:
+            if new_token is not None:
+                try:
+                    drop_lock(conn.cursor(), run_id, new_token)
+                except Exception:
+                    pass
+            self._cache.pop(run_id, None)
+            raise
+        old = self._leases.get(run_id)
+        if old is not None and old != token:
+            drop_lock(conn.cursor(), run_id, old)
+        self._leases[run_id] = token
+        self._cache[run_id] = (state.runs[run_id], rev)
+        if self._heartbeat is None:
+            self._heartbeat = Heartbeat(self)
+        self._poke()
+        return wire
+
+    def _load(self, cur: Any, state: JournalState, run_id: str, fence: bool) -> dict[str, Any]:
+        """Put the run's state (locked for this transaction) into ``state``; with ``fence``,
+        refuse if this process held the run's lease and someone took it over."""
+        cached = self._cache.get(run_id) if run_id in self._leases else None
+        if cached is not None:
+            row = cur.execute(
+                "SELECT rev, holder, lease_token FROM runs WHERE run_id = %s FOR UPDATE", [run_id]
+            ).fetchone()
+            if row is not None and row[0] == cached[1] and row[1] == self.session:
+                state.runs[run_id] = cached[0]
+                return {"rev": row[0], "holder": row[1], "token": row[2], "alive": True}
+        try:
+            entry, lease = _reads.load_entry(cur, run_id, self.ttl, lock=True)
+        except KeyError:
+            self._cache.pop(run_id, None)
+            return {}
+        token = self._leases.get(run_id)
+        if token is not None and (lease["holder"] != self.session or lease["token"] != token):
+            if fence:
+                self._forget(run_id)
+                raise lost_error(run_id, lease, self.ttl)
+        elif token is not None:
+            entry.holder = self.session  # ours, even if a pause let the heartbeat age
+        state.runs[run_id] = entry
+        return lease
+
+    def _forget(self, run_id: str) -> None:
+        self._leases.pop(run_id, None)
+        self._cache.pop(run_id, None)
+
+    def release_run(self, run_id: str) -> None:
+        token = self._leases.get(run_id)
+        if token is None:
+            return
+
+        def release(conn: Any) -> None:
+            cur = conn.cursor()
+            cur.execute(
+                "UPDATE runs SET holder = NULL, holder_pid = NULL, heartbeat = NULL, "
+                "rev = rev + 1 WHERE run_id = %s AND holder = %s AND lease_token = %s",
+                [run_id, self.session, token],
+            )
+            drop_lock(cur, run_id, token)
+
+        try:
+            self._run(release)
+        finally:
+            self._forget(run_id)
+        self._poke()
+
+    def beat(self) -> None:
+        """Refresh the heartbeat of every lease this process holds (the heartbeat thread)."""
+        if not self._leases or self.closed:
+            return
+        held = dict(self._leases)
+
+        def beat(conn: Any) -> None:
+            conn.execute(
+                "UPDATE runs SET heartbeat = now() WHERE holder = %s AND run_id = ANY(%s)",
+                [self.session, list(held)],
+            )
+
+        self._run(beat)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
+        if records:
+            self._run(lambda conn: self._append(conn, list(records), sync))
+            self._poke()
+
+    def import_records(self, records: Sequence[Record]) -> None:
+        """Write copied history (``lil journal copy``): checked like an append, without a lease
+        (so a run some process holds is refused)."""
+        if records:
+            self._run(lambda conn: self._append(conn, list(records), True, history=True))
+            self._poke()
+
+    def _append(self, conn: Any, records: list[Record], sync: bool, history: bool = False) -> None:
+        session = None if history else self.session
+        state = JournalState()
+        accepted: list[Record] = []
+        failure: LetItLoopError | None = None
+        touched: list[str] = []
+        try:
+            with conn.transaction():
+                cur = conn.cursor()
+                if not sync:
+                    cur.execute("SET LOCAL synchronous_commit TO off")
+                for rec in records:
+                    run_id = rec.get("run") if isinstance(rec, dict) else None
+                    if (
+                        isinstance(run_id, str)
+                        and rec.get("k") not in JOURNAL_KINDS
+                        and run_id not in state.runs
+                        and run_id not in touched
+                    ):
+                        touched.append(run_id)
+                        self._load(cur, state, run_id, fence=True)
+                    try:
+                        if state.check(rec, session):
+                            state.apply(rec)
+                            accepted.append(rec)
+                    except LetItLoopError as exc:
+                        failure = exc  # earlier records of the call stand, as on the owner
+                        break
+                project(cur, accepted)
+                revs = {}
+                if touched:
+                    cur.execute(
+                        "UPDATE runs SET rev = rev + 1, heartbeat = CASE WHEN holder = %s THEN "
+                        "now() ELSE heartbeat END WHERE run_id = ANY(%s) RETURNING run_id, rev",
+                        [self.session, touched],
+                    )
+                    revs = dict(cur.fetchall())
+        except BaseException:
+            for run_id in touched:
+                self._cache.pop(run_id, None)
+            raise
+        for run_id in touched:
+            if run_id in self._leases and run_id in state.runs and run_id in revs:
+                self._cache[run_id] = (state.runs[run_id], revs[run_id])
+        if failure is not None:
+            raise failure
+
+    def _append_to_run(self, run_id: str, records: list[Record]) -> None:
+        self.append(records)
+
+    def _mutate(self, run_id: str, build: Callable[[RunEntry], Record]) -> None:
+        """Write the record ``build`` makes from the run's current state (resolve, reset...)."""
+
+        def mutate(conn: Any) -> None:
+            state = JournalState()
+            try:
+                with conn.transaction():
+                    cur = conn.cursor()
+                    self._load(cur, state, run_id, fence=True)
+                    entry = state.runs.get(run_id)
+                    if entry is None:
+                        raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+                    rec = build(entry)
+                    if state.check(rec, self.session):
+                        state.apply(rec)
+                        project(cur, [rec])
+                    cur.execute("UPDATE runs SET rev = rev + 1 WHERE run_id = %s", [run_id])
+            finally:
+                self._cache.pop(run_id, None)
+
+        self._run(mutate)
+        self._poke()
+
+    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
+        self._mutate(run_id, lambda e: resolve_record(e, marker, resolution, by))
+
+    def set_budget(
+        self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
+    ) -> None:
+        self._mutate(run_id, lambda e: budget_record(run_id, e.epoch, usd_micros, tokens, by))
+
+    def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
+        self._mutate(run_id, lambda e: rearm_record(e, step, by))
+
+    def reset_run(self, run_id: str, by: str) -> None:
+        self._mutate(run_id, lambda e: reset_record(e, by))
+
+    def cache_put(
+        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
+    ) -> None:
+        self.append([cache_record(key, fn, *encoded, cost_micros, expires)], sync=False)
+
+    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
+        def gc(conn: Any) -> int:
+            with conn.transaction():
+                cur = conn.cursor()
+                doomed = [
+                    r[0]
+                    for r in cur.execute(
+                        "SELECT run_id FROM runs r WHERE status = ANY(%(st)s) AND updated < "
+                        f"%(before)s AND workflow NOT LIKE 'langgraph:%%' AND NOT "
+                        f"{_reads.LEASE_ALIVE} FOR UPDATE",
+                        {"st": list(statuses), "before": older_than, "ttl": self.ttl},
+                    ).fetchall()
+                ]
+                for table in ("steps", "events", "approvals", "runs"):
+                    cur.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", [doomed])
+                return len(doomed)
+
+        return self._run(gc)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[[Any], T]) -> T:
+        return self._run(lambda conn: fn(conn.cursor()))
+
+    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
+        row = self._read(
+            lambda cur: cur.execute(
+                "SELECT codec, output FROM steps WHERE run_id = %s AND epoch = %s AND "
+                "position = %s AND attempt = %s",
+                [run_id, epoch, position, attempt],
+            ).fetchone()
+        )
+        if row is None or row[0] is None:
+            raise JournalError(
+                f"no output for run {run_id} epoch {epoch} position {position} attempt {attempt}",
+                run_id=run_id,
+                position=position,
+            )
+        return row[0], bytes(row[1])
+
+    def list_runs(
+        self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
+        return self._read(
+            lambda cur: _reads.list_runs(
+                cur, self.ttl, status=status, workflow=workflow, limit=limit
+            )
+        )
+
+    def get_run(self, run_id: str) -> RunDetail:
+        def detail(cur: Any) -> RunDetail:
+            runs = _reads.list_runs(
+                cur, self.ttl, status=None, workflow=None, limit=1, run_id=run_id
+            )
+            if not runs:
+                raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+            run = runs[0]
+            row = cur.execute(
+                "SELECT result_codec, result, entry, args_codec, args FROM runs WHERE run_id = %s",
+                [run_id],
+            ).fetchone()
+            return RunDetail(
+                run,
+                _reads.attempts(cur, run_id, run.epoch),
+                (row[0], bytes(row[1])) if row[0] else None,
+                row[2],
+                (row[3], bytes(row[4])) if row[3] else None,
+            )
+
+        return self._read(detail)
+
+    def find_run(self, text: str) -> str:
+        from letitloop.journal._memory import match_run
+
+        ids = self._read(lambda cur: [r[0] for r in cur.execute("SELECT run_id FROM runs")])
+        return match_run(text, ids)
+
+    def events(
+        self, *, after: int = 0, run_id: str | None = None, limit: int = 1000
+    ) -> list[EventInfo]:
+        return self._read(lambda cur: _reads.events(cur, after, run_id, limit))
+
+    def subscribe(
+        self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
+    ) -> Subscription:
+        with self._lock:
+            if self._follower is None or self._follower.closed:
+                self._follower = Follower(self._fresh, self.where.channel)
+            return self._follower.add(callback, run_id)
+
+    def cache_get(self, key: str) -> CacheEntry | None:
+        return self._read(lambda cur: _reads.cache_get(cur, key))
+
+    def cache_list(self, limit: int = 100) -> list[CacheEntry]:
+        return self._read(lambda cur: _reads.cache_list(cur, limit))
+
+    def proposals(self, state: str | None = None) -> list[Proposal]:
+        return self._read(lambda cur: _reads.proposals(cur, state))
+
+    def approvals(
+        self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+    ) -> list[ApprovalInfo]:
+        return self._read(lambda cur: _reads.approvals(cur, status, run_id, limit))
+
+    def checkpoints(
+        self,
+        *,
+        thread_id: str | None = None,
+        ns: str | None = None,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointRow]:
+        req: dict[str, Any] = {"thread": thread_id, "ns": ns, "cid": checkpoint_id}
+        req |= {"before": before, "filter": filter, "limit": limit}
+        return self._read(lambda cur: _reads.checkpoints(cur, req))
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        for run_id in list(self._leases):
+            try:
+                self.release_run(run_id)
+            except LetItLoopError:
+                pass
+        self.closed = True
+        for helper in (self._heartbeat, self._notifier, self._follower):
+            if helper is not None:
+                helper.close()
+        with self._lock:
+            self._drop_conn()
+
+
+def _broken(exc: BaseException) -> bool:
+    """Whether an error means the connection (or the server) is gone, not the statement."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(("08", "57P"))

@@ -1,0 +1,65 @@
+"""Run leases on PostgreSQL: one holder per run, taken over after ``LIL_LEASE_TTL`` of silence.
+
+A lease is the ``runs`` row's ``holder`` (the session), ``lease_token`` and ``heartbeat``, plus a
+session-level advisory lock on (run, token) held by the holder's pinned connection. A killed
+process's connection closes and its lock goes within milliseconds, so its runs are free at once;
+a process that is frozen or cut off (SIGSTOP, a dead machine, a partition) keeps its connection
+but stops heartbeating, and after the TTL another process takes the run with the next token.
+Every write checks the token under the run's row lock (fencing): the frozen process, when it
+wakes, is refused with ``LeaseLostError`` and writes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from letitloop.kernel._errors import LeaseLostError
+
+if TYPE_CHECKING:
+    from letitloop.journal.postgres._journal import PgJournal
+
+
+def lost_error(run_id: str, lease: dict[str, Any], ttl: float) -> LeaseLostError:
+    other = (lease.get("holder") or "nobody").split("/", 1)[0]
+    return LeaseLostError(
+        f"this process lost its lease on run {run_id}: {other} took the run over (lease token "
+        f"{lease.get('token')}) after this process sent no heartbeat for {ttl:g} s; nothing "
+        "was written, and this process stops executing the run",
+        fix="let the new holder finish; if this process was only slow, raise LIL_LEASE_TTL "
+        "(seconds) for every process that uses the journal",
+        run_id=run_id,
+    )
+
+
+def take_lock(cur: Any, run_id: str, token: int) -> bool:
+    """Take the (run, token) advisory lock on this session without waiting."""
+    row = cur.execute(
+        "SELECT pg_try_advisory_lock(hashtext(%s), %s::int)", [run_id, token]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def drop_lock(cur: Any, run_id: str, token: int) -> None:
+    cur.execute("SELECT pg_advisory_unlock(hashtext(%s), %s::int)", [run_id, token])
+
+
+class Heartbeat:
+    """Refreshes the heartbeat of every lease the journal holds, every third of the TTL."""
+
+    def __init__(self, journal: PgJournal) -> None:
+        self.journal = journal
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="lil-pg-heartbeat", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        period = max(0.05, self.journal.ttl / 3)
+        while not self.stop.wait(period):
+            try:
+                self.journal.beat()
+            except Exception:  # the server is away: the next write reconnects and re-locks
+                pass
+
+    def close(self) -> None:
+        self.stop.set()

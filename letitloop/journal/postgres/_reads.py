@@ -1,0 +1,351 @@
+"""Queries of the PostgreSQL journal: a run's live state for the state machine, and listings.
+
+``load_entry`` rebuilds the ``RunEntry`` the shared state machine (``journal._state``) checks
+records against, from the tables, inside the writer's transaction. The rest answer the
+contract's read calls with the same rows the DuckDB store returns. A lease is *alive* when its
+holder's heartbeat is younger than the lease TTL and the holder's session still holds the
+lease's advisory lock (``LEASE_ALIVE``): a killed process's lock goes with its connection.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from letitloop.journal._checkpoints import matches
+from letitloop.journal._contract import (
+    ApprovalInfo,
+    AttemptInfo,
+    CacheEntry,
+    CheckpointRow,
+    CheckpointWrite,
+    EventInfo,
+    Proposal,
+    RunInfo,
+)
+from letitloop.journal._state import _WIRE_FIELDS, RunEntry
+from letitloop.journal.postgres._schema import SEQ_SHIFT
+from letitloop.kernel._codec import preview
+
+# the run's lease is held by a live process: fresh heartbeat, and the advisory lock of
+# (run, token) granted to a session (runs r in scope; %(ttl)s seconds)
+LEASE_ALIVE = (
+    "(r.holder IS NOT NULL AND r.heartbeat > now() - make_interval(secs => %(ttl)s) AND EXISTS "
+    "(SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND l.classid = (hashtext(r.run_id)::bigint & 4294967295)::oid "
+    "AND l.objid = (r.lease_token & 4294967295)::oid))"
+)
+# events below every running transaction's: committed for good, so a cursor never skips one
+VISIBLE = f"seq < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << {SEQ_SHIFT})"
+
+
+def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry, dict[str, Any]]:
+    """The run's ``RunEntry`` and its lease row (holder, token, rev, alive); KeyError if none."""
+    row = cur.execute(
+        "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, args, "
+        "entry, parent, result_codec, result, error, started_by, budget_micros, budget_tokens, "
+        f"holder, lease_token, rev, {LEASE_ALIVE} FROM runs r WHERE run_id = %(run)s"
+        + (" FOR UPDATE" if lock else ""),
+        {"run": run_id, "ttl": ttl},
+    ).fetchone()
+    if row is None:
+        raise KeyError(run_id)
+    wf, key, epoch, status, tries, created, updated, a_codec, args, entry_pt, parent = row[:11]
+    r_codec, result, error, started_by, b_micros, b_tokens, holder, token, rev, alive = row[11:]
+    entry = RunEntry(run_id, wf, key, created)
+    entry.updated, entry.epoch, entry.status, entry.tries = updated, epoch, status, tries
+    entry.args = [a_codec, bytes(args)] if a_codec else None
+    entry.entry, entry.parent = entry_pt, parent
+    entry.result = (r_codec, bytes(result)) if r_codec else None
+    entry.error, entry.started_by = error, started_by
+    entry.budget = (b_micros, b_tokens) if b_micros is not None or b_tokens is not None else None
+    entry.holder = holder if alive else None
+    steps = cur.execute(
+        "SELECT position, attempt, kind, name, fingerprint, status, codec, output, carried, "
+        "next_position, resolution, resolved_by, cost_micros, tokens_in, tokens_out, "
+        "saved_micros FROM (SELECT *, CASE WHEN status = 'started' AND kind = 'step' THEN "
+        "coalesce(error, lag(error) OVER (PARTITION BY position ORDER BY attempt)) ELSE error "
+        "END AS carried, row_number() OVER (PARTITION BY position ORDER BY attempt DESC) AS n "
+        "FROM steps WHERE run_id = %s AND epoch = %s) s WHERE n = 1 ORDER BY position",
+        [run_id, epoch],
+    ).fetchall()
+    asks = _asks(cur, run_id, epoch)
+    totals = cur.execute(
+        "SELECT coalesce(sum(cost_micros), 0), coalesce(sum(tokens_in + tokens_out), 0), "
+        "coalesce(sum(saved_micros), 0) FROM steps WHERE run_id = %s AND epoch = %s",
+        [run_id, epoch],
+    ).fetchone()
+    entry.cost_micros, entry.tokens, entry.saved_micros = (int(v) for v in totals or (0, 0, 0))
+    for s in steps:
+        out = bytes(s[7]) if s[7] is not None else None
+        step: dict[str, Any] = {
+            "pos": s[0],
+            "att": s[1],
+            "kind": s[2],
+            "name": s[3],
+            "fp": s[4],
+            "status": s[5],
+            "codec": s[6],
+            "out": out,
+            "big": False,
+            "err": s[8],
+            "next": s[9],
+            "res": s[10],
+            "res_by": s[11],
+        }
+        step.update(_approval_fields(run_id, epoch, s[0], asks.get((s[0], s[1]))))
+        step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
+        entry.steps[s[0]] = step
+        if s[5] == "started" and not s[10]:
+            entry.current = s[3]
+    entry.keys = {
+        k[0]
+        for k in cur.execute(
+            "SELECT key FROM events WHERE run_id = %s AND epoch = %s", [run_id, epoch]
+        ).fetchall()
+    }
+    return entry, {"holder": holder, "token": token, "rev": rev, "alive": bool(alive)}
+
+
+def _asks(cur: Any, run_id: str, epoch: int) -> dict[tuple[int, int], tuple[Any, ...]]:
+    return {
+        (r[0], r[-1]): r[1:]
+        for r in cur.execute(
+            "SELECT position, id, payload, schema, deadline, on_timeout, status, decided_by, "
+            "decided_at, comment, edited, timed_out, attempt FROM approvals WHERE run_id = %s "
+            "AND epoch = %s",
+            [run_id, epoch],
+        ).fetchall()
+    }
+
+
+def _approval_fields(
+    run_id: str, epoch: int, pos: int, row: tuple[Any, ...] | None
+) -> dict[str, Any]:
+    """An approval step's request and decision, as the live state keeps them."""
+    if row is None:
+        return {}
+    aid, payload, schema, deadline, on_timeout, status, by, at, comment, edited, timed_out, att = (
+        row
+    )
+    ask = {"id": aid, "payload": payload, "schema": schema, "deadline": deadline}
+    out: dict[str, Any] = {"ask": ask | {"on_timeout": on_timeout}}
+    if status in ("approved", "rejected"):
+        out["ans"] = {
+            "k": "answer",
+            "run": run_id,
+            "epoch": epoch,
+            "pos": pos,
+            "att": att,
+            "id": aid,
+            "ok": status == "approved",
+            "by": by,
+            "comment": comment,
+            "payload": edited,
+            "timeout": bool(timed_out),
+            "ts": at,
+        }
+    return out
+
+
+def list_runs(
+    cur: Any,
+    ttl: float,
+    *,
+    status: str | None,
+    workflow: str | None,
+    limit: int,
+    run_id: str | None = None,
+) -> list[RunInfo]:
+    """Runs newest first; the runs are chosen before their steps are summed."""
+    rows = cur.execute(
+        "WITH r0 AS (SELECT r.*, "
+        f"CASE WHEN {LEASE_ALIVE} THEN split_part(r.holder, '/', 1) END AS live FROM runs r "
+        "WHERE (%(run)s::text IS NULL OR r.run_id = %(run)s) AND (%(wf)s::text IS NULL OR "
+        "r.workflow = %(wf)s)), r AS (SELECT *, CASE WHEN status = 'running' AND live IS NULL "
+        "THEN 'interrupted' ELSE status END AS st FROM r0), sel AS (SELECT * FROM r WHERE "
+        "%(status)s::text IS NULL OR st = %(status)s ORDER BY updated DESC LIMIT %(limit)s) "
+        "SELECT sel.run_id, sel.workflow, sel.run_key, sel.st, sel.epoch, sel.tries, "
+        "sel.created, sel.updated, sel.live, sel.parent, sel.error, agg.done, agg.cost, "
+        "agg.tokens, agg.saved, CASE WHEN sel.status = 'running' THEN agg.cur END FROM sel "
+        "LEFT JOIN LATERAL (SELECT count(DISTINCT s.position) FILTER (WHERE s.status = "
+        "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
+        "coalesce(sum(s.tokens_in + s.tokens_out), 0) AS tokens, coalesce(sum(s.saved_micros), 0)"
+        " AS saved, (array_agg(s.name ORDER BY s.position DESC) FILTER (WHERE s.status = "
+        "'started' AND s.resolution IS NULL))[1] AS cur FROM steps s WHERE s.run_id = sel.run_id"
+        " AND s.epoch = sel.epoch) agg ON true ORDER BY sel.updated DESC",
+        {"run": run_id, "wf": workflow, "status": status, "limit": limit, "ttl": ttl},
+    ).fetchall()
+    return [
+        RunInfo(
+            run_id=r[0],
+            workflow=r[1],
+            key=r[2],
+            status=r[3],
+            epoch=r[4],
+            attempt=r[5],
+            created=r[6],
+            updated=r[7],
+            steps_done=int(r[11] or 0),
+            current_step=r[15],
+            holder=r[8],
+            parent=r[9],
+            error=r[10],
+            cost_micros=int(r[12] or 0),
+            tokens=int(r[13] or 0),
+            saved_micros=int(r[14] or 0),
+        )
+        for r in rows
+    ]
+
+
+def attempts(cur: Any, run_id: str, epoch: int) -> list[AttemptInfo]:
+    rows = cur.execute(
+        "SELECT position, attempt, kind, name, fingerprint, status, started, ended, codec, "
+        "size, error, next_position, resolution, resolved_by, cost_micros, tokens_in, "
+        "tokens_out, model, cache, CASE WHEN size <= 4096 THEN output END FROM steps "
+        "WHERE run_id = %s AND epoch = %s ORDER BY position, attempt",
+        [run_id, epoch],
+    ).fetchall()
+    return [
+        AttemptInfo(
+            position=r[0],
+            attempt=r[1],
+            kind=r[2] or "step",
+            name=r[3] or "?",
+            fingerprint=r[4] or "",
+            status=r[5],
+            started=r[6],
+            ended=r[7],
+            codec=r[8],
+            size=r[9] or 0,
+            error=r[10],
+            next_position=r[11],
+            resolution=r[12],
+            resolved_by=r[13],
+            preview=preview(r[8], bytes(r[19])) if r[19] is not None else None,
+            cost_micros=r[14] or 0,
+            tokens_in=r[15] or 0,
+            tokens_out=r[16] or 0,
+            model=r[17],
+            cache=r[18],
+        )
+        for r in rows
+    ]
+
+
+def events(cur: Any, after: int, run_id: str | None, limit: int) -> list[EventInfo]:
+    rows = cur.execute(
+        "SELECT seq, run_id, kind, position, attempt, name, ts, data FROM events "
+        f"WHERE seq > %s AND {VISIBLE} AND (%s::text IS NULL OR run_id = %s) ORDER BY seq "
+        "LIMIT %s",
+        [after, run_id, run_id, limit],
+    ).fetchall()
+    return [EventInfo(*r) for r in rows]
+
+
+def head(cur: Any) -> int:
+    """The newest event a cursor may start after (everything older is final)."""
+    row = cur.execute(f"SELECT coalesce(max(seq), 0) FROM events WHERE {VISIBLE}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def approvals(cur: Any, status: str | None, run_id: str | None, limit: int) -> list[ApprovalInfo]:
+    rows = cur.execute(
+        "SELECT id, run_id, epoch, position, name, payload, schema, created, deadline, "
+        "on_timeout, status, decided_by, decided_at, comment, edited, timed_out, attempt "
+        "FROM approvals WHERE (%s::text IS NULL OR status = %s) AND (%s::text IS NULL OR "
+        "run_id = %s) ORDER BY created DESC LIMIT %s",
+        [status, status, run_id, run_id, limit],
+    ).fetchall()
+    out = []
+    for r in rows:
+        item = dict(zip(ApprovalInfo._fields, r, strict=True))
+        for name in ("payload", "schema", "edited"):
+            item[name] = json.loads(item[name]) if item[name] is not None else None
+        out.append(ApprovalInfo(**item))
+    return out
+
+
+def cache_get(cur: Any, key: str) -> CacheEntry | None:
+    r = cur.execute(
+        "SELECT key, fn, created, expires, octet_length(output), cost_micros, codec, output "
+        "FROM cache WHERE key = %s",
+        [key],
+    ).fetchone()
+    if r is None:
+        return None
+    return CacheEntry(r[0], r[1], r[2], r[3], r[4] or 0, r[5], r[6], bytes(r[7]))
+
+
+def cache_list(cur: Any, limit: int) -> list[CacheEntry]:
+    rows = cur.execute(
+        "SELECT key, fn, created, expires, coalesce(octet_length(output), 0), cost_micros "
+        "FROM cache ORDER BY created DESC LIMIT %s",
+        [limit],
+    ).fetchall()
+    return [CacheEntry(*r) for r in rows]
+
+
+def proposals(cur: Any, state: str | None) -> list[Proposal]:
+    rows = cur.execute(
+        "SELECT id, path, target, code, reason, proposed_by, created, base, old, origin, "
+        "state, decided_by, decided_at, note FROM proposals WHERE %s::text IS NULL OR "
+        "state = %s ORDER BY created",
+        [state, state],
+    ).fetchall()
+    return [Proposal(*r) for r in rows]
+
+
+def checkpoints(cur: Any, req: dict[str, Any]) -> list[CheckpointRow]:
+    """Checkpoints newest first, each with its pending writes."""
+    where, params = ["TRUE"], []
+    for col, key in (("thread_id", "thread"), ("ns", "ns"), ("checkpoint_id", "cid")):
+        if req.get(key) is not None:
+            where.append(f"{col} = %s")
+            params.append(req[key])
+    if req.get("before") is not None:
+        where.append("checkpoint_id < %s")
+        params.append(req["before"])
+    flt: dict[str, Any] = req.get("filter") or {}
+    limit = req.get("limit")
+    sql = (
+        "SELECT thread_id, ns, checkpoint_id, parent_id, ctype, checkpoint, mtype, metadata, "
+        f"created, meta FROM lg_checkpoints WHERE {' AND '.join(where)} "
+        "ORDER BY checkpoint_id DESC, thread_id, ns"
+    )
+    if limit is not None and not flt:
+        sql += f" LIMIT {int(limit)}"
+    rows: list[list[Any]] = []
+    for r in cur.execute(sql, params).fetchall():
+        if flt and not matches(r[9] or {}, flt):
+            continue
+        rows.append(list(r[:9]))
+        if limit is not None and len(rows) >= limit:
+            break
+    if not rows:
+        return []
+    writes: dict[tuple[str, str, str], list[CheckpointWrite]] = {}
+    for w in cur.execute(
+        "SELECT w.thread_id, w.ns, w.checkpoint_id, task_id, idx, channel, vtype, value, "
+        "task_path FROM lg_writes w JOIN unnest(%s::text[], %s::text[], %s::text[]) AS "
+        "k(t, n, c) ON w.thread_id = k.t AND w.ns = k.n AND w.checkpoint_id = k.c "
+        "ORDER BY task_path, task_id, idx",
+        [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]],
+    ).fetchall():
+        item = CheckpointWrite(w[3], w[4], w[5], (w[6], bytes(w[7])), w[8])
+        writes.setdefault((w[0], w[1], w[2]), []).append(item)
+    return [
+        CheckpointRow(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            (r[4], bytes(r[5])),
+            (r[6], bytes(r[7])),
+            r[8],
+            writes.get((r[0], r[1], r[2]), []),
+        )
+        for r in rows
+    ]

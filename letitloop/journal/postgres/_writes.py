@@ -1,0 +1,408 @@
+"""Records into tables: what one accepted record changes in the PostgreSQL journal.
+
+``project`` runs inside the writing transaction, after the shared state machine accepted the
+records, so the tables change exactly when the records commit. The projections are the DuckDB
+store's (``journal.duckdb._store``), in PostgreSQL's dialect; every record also becomes one
+``events`` row whose unique natural key makes a resend after a reconnect a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from letitloop.journal._checkpoints import run_id_of, status_of
+from letitloop.journal._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
+from letitloop.journal.postgres._schema import SEQ_SHIFT
+
+_STEP_COLS = (
+    "run_id epoch position attempt kind name fingerprint status started ended codec output size "
+    "error next_position resolution resolved_by cost_micros tokens_in tokens_out model cache "
+    "saved_micros"
+).split()
+_KEY_COLS = ("run_id", "epoch", "position", "attempt")
+_UPSERT_STEP = (
+    f"INSERT INTO steps ({', '.join(_STEP_COLS)}) VALUES ({', '.join(['%s'] * len(_STEP_COLS))}) "
+    "ON CONFLICT (run_id, epoch, position, attempt) DO UPDATE SET "
+    "status = CASE WHEN excluded.status IS NULL OR (excluded.status = 'started' AND "
+    "steps.status <> 'started') THEN steps.status ELSE excluded.status END, "
+    + ", ".join(
+        f"{c} = COALESCE(excluded.{c}, steps.{c})"
+        for c in _STEP_COLS
+        if c not in _KEY_COLS and c != "status"
+    )
+)
+_INSERT_EVENTS = (
+    "INSERT INTO events (seq, key, run_id, kind, epoch, position, attempt, name, ts, data) "
+    f"SELECT (pg_current_xact_id()::text::bigint << {SEQ_SHIFT}) + u.o, u.k, u.r, u.kind, u.ep, "
+    "u.pos, u.att, u.nm, u.ts, u.d::jsonb FROM unnest(%s::text[], %s::text[], %s::text[], "
+    "%s::int[], %s::int[], %s::int[], %s::text[], %s::float8[], %s::text[]) WITH ORDINALITY "
+    "AS u(k, r, kind, ep, pos, att, nm, ts, d, o) ON CONFLICT (key) DO NOTHING"
+)
+_NAME_SQL = (
+    "coalesce(meta->>'source', 'checkpoint') || ' ' || coalesce(meta->>'step', '') || "
+    "CASE WHEN ns <> '' THEN ' [' || ns || ']' ELSE '' END"
+)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+def project(cur: Any, records: Sequence[Record]) -> None:
+    """Write the tables' side of ``records`` (already accepted, in order) on ``cur``."""
+    if not records:
+        return
+    _insert_events(cur, records)
+    steps: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+    for rec in records:
+        k = rec["k"]
+        if k == "rewind":
+            _flush_steps(cur, steps)
+            _rewind(cur, rec)
+        elif "pos" in rec and k != "answer":
+            _merge_step(steps, rec)
+            if k == "step" and rec.get("ask"):
+                _flush_steps(cur, steps)
+                _ask(cur, rec)
+        elif k == "answer":
+            _answer(cur, rec)
+        elif k in CHECKPOINT_KINDS:
+            _flush_steps(cur, steps)
+            _checkpoint(cur, rec)
+        else:
+            _flush_steps(cur, steps)
+            _run_level(cur, rec)
+    _flush_steps(cur, steps)
+
+
+def _insert_events(cur: Any, records: Sequence[Record]) -> None:
+    cols: list[list[Any]] = [[] for _ in range(9)]
+    for rec in records:
+        row = (
+            natural_key(rec),
+            rec["run"],
+            rec["k"],
+            rec.get("epoch"),
+            rec.get("pos"),
+            rec.get("att"),
+            rec.get("name"),
+            rec["ts"],
+            json.dumps(without_payload(rec), default=str),
+        )
+        for col, value in zip(cols, row, strict=True):
+            col.append(value)
+    cur.execute(_INSERT_EVENTS, cols)
+
+
+def _merge_step(steps: dict[tuple[str, int, int, int], dict[str, Any]], rec: Record) -> None:
+    row = steps.setdefault((rec["run"], rec["epoch"], rec["pos"], rec["att"]), {})
+    k = rec["k"]
+    if k == "resolve":
+        row.update(resolution=rec["res"], resolved_by=rec["by"])
+        return
+    row.update(kind=rec["kind"], name=rec["name"], fingerprint=rec["fp"])
+    if k == "step":
+        row.setdefault("status", "started")
+        row["started"] = rec["ts"]
+        return
+    out = rec.get("out")
+    row.update(
+        status="completed" if k == "ok" else "failed",
+        ended=rec["ts"],
+        codec=rec.get("codec"),
+        output=out,
+        size=len(out) if out is not None else 0,
+        error=_json(rec.get("err")),
+        next_position=rec.get("next"),
+    )
+    if cache := rec.get("cache"):
+        row.update(cache="hit" if cache["hit"] else "miss", saved_micros=cache["saved"])
+    if cost := rec.get("cost"):
+        row.update(
+            cost_micros=cost["usd_micros"],
+            tokens_in=cost["in"],
+            tokens_out=cost["out"],
+            model=cost["model"],
+        )
+
+
+def _flush_steps(cur: Any, steps: dict[tuple[str, int, int, int], dict[str, Any]]) -> None:
+    if not steps:
+        return
+    rows = []
+    for key, row in steps.items():
+        values = dict(zip(_KEY_COLS, key, strict=True)) | row
+        rows.append([values.get(name) for name in _STEP_COLS])
+    steps.clear()
+    cur.executemany(_UPSERT_STEP, rows)
+
+
+def _rewind(cur: Any, rec: Record) -> None:
+    where = "WHERE run_id = %s AND epoch = %s AND position >= %s"
+    key = [rec["run"], rec["epoch"], rec["pos"]]
+    cur.execute(f"UPDATE steps SET status = 'superseded' {where}", key)
+    cur.execute(
+        f"UPDATE approvals SET status = 'cancelled' {where} AND status = 'pending' "
+        "AND created <= %s",
+        [*key, rec["ts"]],
+    )
+
+
+def _ask(cur: Any, rec: Record) -> None:
+    a = rec["ask"]
+    cur.execute(
+        "INSERT INTO approvals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'pending', "
+        "NULL, NULL, NULL, NULL, false) ON CONFLICT DO NOTHING",
+        [a["id"], rec["run"], rec["epoch"], rec["pos"], rec["att"], rec["name"]]
+        + [a["payload"], a["schema"], rec["ts"], a["deadline"], a["on_timeout"]],
+    )
+
+
+def _answer(cur: Any, rec: Record) -> None:
+    # the state machine already refused a second decision; the status guard keeps it so even
+    # for a writer that bypassed it
+    cur.execute(
+        "UPDATE approvals SET status = %s, decided_by = %s, decided_at = %s, comment = %s, "
+        "edited = %s, timed_out = %s WHERE id = %s AND status = 'pending'",
+        ["approved" if rec["ok"] else "rejected", rec["by"], rec["ts"]]
+        + [rec["comment"], rec["payload"], rec["timeout"], rec["id"]],
+    )
+
+
+def _run_level(cur: Any, rec: Record) -> None:
+    k, run_id, ts = rec["k"], rec["run"], rec["ts"]
+    if k == "run":
+        args = rec.get("args") or [None, None]
+        cur.execute(
+            "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, updated,"
+            " args_codec, args, entry, parent, started_by) VALUES (%s, %s, %s, %s, 'running', %s,"
+            " %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
+            "epoch = excluded.epoch, status = 'running', tries = greatest(runs.tries, "
+            "excluded.tries), updated = excluded.updated, args_codec = excluded.args_codec, "
+            "args = excluded.args, entry = excluded.entry, parent = excluded.parent, "
+            "error = NULL, started_by = excluded.started_by",
+            [run_id, rec["wf"], rec["key"], rec["epoch"], rec["try"], ts, ts, args[0], args[1]]
+            + [rec["entry"], rec["parent"], rec["by"]],
+        )
+    elif k == "done":
+        cur.execute(
+            "UPDATE runs SET status = 'completed', result_codec = %s, result = %s, error = NULL,"
+            " updated = %s WHERE run_id = %s",
+            [rec["codec"], rec["out"], ts, run_id],
+        )
+    elif k == "fail":
+        cur.execute(
+            "UPDATE runs SET status = 'failed', error = %s, updated = %s WHERE run_id = %s",
+            [_json(rec["err"]), ts, run_id],
+        )
+    elif k == "budget":
+        cur.execute(
+            "UPDATE runs SET budget_micros = %s, budget_tokens = %s, updated = %s "
+            "WHERE run_id = %s",
+            [rec["usd_micros"], rec["tokens"], ts, run_id],
+        )
+    elif k == "cancel":
+        message = f"cancelled by {rec['by']}" + (f": {rec['reason']}" if rec["reason"] else "")
+        cur.execute(
+            "UPDATE runs SET status = 'cancelled', error = %s, updated = %s WHERE run_id = %s",
+            [_json({"type": "letitloop.Cancelled", "message": message}), ts, run_id],
+        )
+        cur.execute(
+            "UPDATE approvals SET status = 'cancelled' WHERE run_id = %s AND status = 'pending'",
+            [run_id],
+        )
+    elif k == "suspend":
+        cur.execute(
+            "UPDATE runs SET status = 'suspended', error = %s, updated = %s WHERE run_id = %s",
+            [_json({"type": "letitloop.Suspended", "message": rec["reason"]}), ts, run_id],
+        )
+    elif k == "reset":
+        cur.execute(
+            "UPDATE runs SET status = 'reset', epoch = %s, tries = 0, result = NULL, "
+            "result_codec = NULL, error = NULL, updated = %s WHERE run_id = %s",
+            [rec["epoch"], ts, run_id],
+        )
+        cur.execute(
+            "UPDATE approvals SET status = 'cancelled' WHERE run_id = %s AND status = 'pending'",
+            [run_id],
+        )
+    elif k == "restart":
+        cur.execute("UPDATE runs SET updated = %s WHERE run_id = %s", [ts, run_id])
+    elif k == "propose":
+        cur.execute(
+            "INSERT INTO proposals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'pending', "
+            "NULL, NULL, NULL) ON CONFLICT DO NOTHING",
+            [rec["id"], rec["path"], rec["target"], rec["code"], rec["reason"], rec["by"], ts]
+            + [rec["base"], rec["old"], rec["origin"]],
+        )
+    elif k == "decide":
+        cur.execute(
+            "UPDATE proposals SET state = %s, decided_by = %s, decided_at = %s, note = %s "
+            "WHERE id = %s",
+            [rec["state"], rec["by"], ts, rec["note"], rec["id"]],
+        )
+    elif k == "cache":
+        cur.execute(
+            "INSERT INTO cache VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE "
+            "SET fn = excluded.fn, created = excluded.created, expires = excluded.expires, "
+            "codec = excluded.codec, output = excluded.output, cost_micros = excluded.cost_micros",
+            [rec["key"], rec["fn"], ts, rec["expires"], rec["codec"], rec["out"], rec["cost"]],
+        )
+    elif k == "uncache":
+        cur.execute("DELETE FROM cache WHERE %s::text IS NULL OR fn = %s", [rec["fn"], rec["fn"]])
+
+
+# -- graph checkpoints ------------------------------------------------------------------------
+
+
+def _checkpoint(cur: Any, rec: Record) -> None:
+    k = rec["k"]
+    if k == "lgput":
+        cur.execute(
+            "INSERT INTO lg_checkpoints VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s,"
+            " %s) ON CONFLICT (thread_id, ns, checkpoint_id) DO UPDATE SET "
+            "parent_id = excluded.parent_id, ctype = excluded.ctype, "
+            "checkpoint = excluded.checkpoint, mtype = excluded.mtype, "
+            "metadata = excluded.metadata, meta = excluded.meta, run_id = excluded.run_id, "
+            "created = excluded.created, status = excluded.status",
+            [rec["thread"], rec["ns"], rec["id"], rec["parent"], rec["ctype"], rec["cp"]]
+            + [rec["mtype"], rec["meta"], rec["mjson"], rec["run_id"], rec["ts"], rec["status"]],
+        )
+        _thread_run(cur, rec["thread"], rec["wf"], rec["ts"], rec["status"], None)
+        _sync_steps(cur, rec["thread"])
+    elif k == "lgwrite":
+        for idx, channel, vtype, value in rec["writes"]:
+            verb = (
+                "DO NOTHING"
+                if idx >= 0
+                else (
+                    "DO UPDATE SET channel = excluded.channel, vtype = excluded.vtype, "
+                    "value = excluded.value, task_path = excluded.task_path"
+                )
+            )
+            cur.execute(
+                "INSERT INTO lg_writes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                f"ON CONFLICT (thread_id, ns, checkpoint_id, task_id, idx) {verb}",
+                [rec["thread"], rec["ns"], rec["id"], rec["task"], idx, channel, vtype, value]
+                + [rec["path"]],
+            )
+        _thread_run(cur, rec["thread"], None, rec["ts"], None, rec["err"])
+    elif k == "lgcopy":
+        src, dst, ts = rec["src"], rec["dst"], rec["ts"]
+        cur.execute(
+            "INSERT INTO lg_checkpoints SELECT %s, ns, checkpoint_id, parent_id, ctype, "
+            "checkpoint, mtype, metadata, meta, run_id, created, status FROM lg_checkpoints "
+            "WHERE thread_id = %s ON CONFLICT DO NOTHING",
+            [dst, src],
+        )
+        cur.execute(
+            "INSERT INTO lg_writes SELECT %s, ns, checkpoint_id, task_id, idx, channel, vtype, "
+            "value, task_path FROM lg_writes WHERE thread_id = %s ON CONFLICT DO NOTHING",
+            [dst, src],
+        )
+        cur.execute(
+            "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, updated)"
+            " SELECT %s, workflow, %s, 0, status, 1, %s, %s FROM runs WHERE run_id = %s "
+            "ON CONFLICT (run_id) DO UPDATE SET updated = excluded.updated, "
+            "status = excluded.status",
+            [rec["run"], dst, ts, ts, run_id_of(src)],
+        )
+        _sync_steps(cur, dst)
+    elif k == "lgdel":
+        for thread in _delete(cur, rec):
+            _sync_steps(cur, thread)
+
+
+def _thread_run(
+    cur: Any,
+    thread: str,
+    workflow: str | None,
+    ts: float,
+    put_status: str | None,
+    error: dict[str, Any] | None,
+) -> None:
+    """Keep the thread's ``runs`` row showing its newest root checkpoint's state."""
+    head = cur.execute(
+        "SELECT checkpoint_id, status FROM lg_checkpoints WHERE thread_id = %s AND ns = '' "
+        "ORDER BY checkpoint_id DESC LIMIT 1",
+        [thread],
+    ).fetchone()
+    if head is not None:
+        channels = {
+            r[0]
+            for r in cur.execute(
+                "SELECT DISTINCT channel FROM lg_writes WHERE thread_id = %s AND ns = '' "
+                "AND checkpoint_id = %s",
+                [thread, head[0]],
+            ).fetchall()
+        }
+        status: str | None = status_of(head[1], channels)
+    else:
+        status = put_status
+    run_id = run_id_of(thread)
+    if workflow is not None:  # a put: the thread becomes (or stays) a run
+        cur.execute(
+            "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, updated)"
+            " VALUES (%s, %s, %s, 0, %s, 1, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
+            "status = excluded.status, updated = excluded.updated",
+            [run_id, workflow, thread, status, ts, ts],
+        )
+    elif status is not None:  # writes of a thread with no checkpoint show nothing
+        cur.execute(
+            "UPDATE runs SET status = %s, updated = %s, error = CASE WHEN %s = 'failed' THEN "
+            "coalesce(%s::jsonb, error) END WHERE run_id = %s",
+            [status, ts, status, _json(error), run_id],
+        )
+
+
+def _delete(cur: Any, rec: Record) -> list[str]:
+    if rec["runs"] is not None:
+        rows = cur.execute(
+            "DELETE FROM lg_checkpoints WHERE run_id = ANY(%s) RETURNING thread_id", [rec["runs"]]
+        ).fetchall()
+        threads = sorted({r[0] for r in rows})
+    else:
+        threads = list(rec["threads"] or [])
+        if rec["keep"] == "latest":
+            cur.execute(
+                "DELETE FROM lg_checkpoints c WHERE thread_id = ANY(%s) AND checkpoint_id < "
+                "(SELECT max(d.checkpoint_id) FROM lg_checkpoints d WHERE "
+                "d.thread_id = c.thread_id AND d.ns = c.ns)",
+                [threads],
+            )
+        else:
+            cur.execute("DELETE FROM lg_checkpoints WHERE thread_id = ANY(%s)", [threads])
+    cur.execute(
+        "DELETE FROM lg_writes w WHERE thread_id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM "
+        "lg_checkpoints c WHERE c.thread_id = w.thread_id AND c.ns = w.ns AND "
+        "c.checkpoint_id = w.checkpoint_id)",
+        [threads],
+    )
+    return threads
+
+
+def _sync_steps(cur: Any, thread: str) -> None:
+    """Make the thread's ``steps`` rows (one per checkpoint) match its checkpoints."""
+    run_id = run_id_of(thread)
+    cur.execute(
+        "DELETE FROM steps WHERE run_id = %s AND kind = 'checkpoint' AND fingerprint NOT IN "
+        "(SELECT checkpoint_id FROM lg_checkpoints WHERE thread_id = %s)",
+        [run_id, thread],
+    )
+    cur.execute(
+        "INSERT INTO steps (run_id, epoch, position, attempt, kind, name, fingerprint, status, "
+        "started, ended, size) SELECT %(run)s, 0, (SELECT coalesce(max(position), -1) FROM steps "
+        "WHERE run_id = %(run)s) + row_number() OVER (ORDER BY checkpoint_id), 1, 'checkpoint', "
+        f"{_NAME_SQL}, checkpoint_id, 'completed', created, created, octet_length(checkpoint) "
+        "FROM lg_checkpoints c WHERE thread_id = %(thread)s AND NOT EXISTS (SELECT 1 FROM steps "
+        "s WHERE s.run_id = %(run)s AND s.kind = 'checkpoint' AND s.fingerprint = "
+        "c.checkpoint_id)",
+        {"run": run_id, "thread": thread},
+    )
+    left = cur.execute(
+        "SELECT count(*) FROM lg_checkpoints WHERE thread_id = %s", [thread]
+    ).fetchone()
+    if left is not None and left[0] == 0:
+        cur.execute("DELETE FROM runs WHERE run_id = %s", [run_id])
