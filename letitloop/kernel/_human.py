@@ -163,6 +163,7 @@ def _await_decision(ctx: RunContext, aid: str, pos: int, name: str, wait: bool) 
             woken.set()
 
     sub = ctx.journal.subscribe(on_events, run_id=ctx.run_id) if wait else None
+    told = False
     try:
         while True:
             woken.clear()  # cleared before reading: an answer landing after the read wakes us
@@ -184,11 +185,31 @@ def _await_decision(ctx: RunContext, aid: str, pos: int, name: str, wait: bool) 
                 continue
             if expired or not wait:
                 _pending(ctx, row, "timed out without a decision" if expired else "is pending")
+            if not told:  # a blocked script must not look hung: say what it waits for, once
+                told = _tell_waiting(ctx, row)
             left = None if row.deadline is None else max(0.0, row.deadline - time.time())
             woken.wait(left)
     finally:
         if sub is not None:
             sub.close()
+
+
+def _tell_waiting(ctx: RunContext, row: ApprovalInfo) -> bool:
+    """One line on stderr while ``approval()`` blocks: the approval id and how to decide it."""
+    import sys
+
+    until = ""
+    if row.deadline is not None:
+        from letitloop.journal._preview import local_time
+
+        until = f" until {local_time(row.deadline)} (then on_timeout={row.on_timeout!r})"
+    sys.stderr.write(
+        f"letitloop: run {ctx.run_id} is waiting{until} for approval {row.name!r} "
+        f"(id {row.id}); decide it with `lil approvals approve {row.id}` or "
+        f"`lil approvals reject {row.id}` (or in lil-tui or the notebook)\n"
+    )
+    sys.stderr.flush()
+    return True
 
 
 def _pending(ctx: RunContext, row: ApprovalInfo, why: str) -> None:

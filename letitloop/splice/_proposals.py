@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -50,8 +49,11 @@ def _journal(journal: Journal | None) -> Journal:
 
 
 def _who() -> str:
-    user = os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
-    return f"{user}@{socket.gethostname()}"
+    """Who proposes or decides, when the caller does not say: the one identity every record of
+    a decision uses (``user@host``, from the password database when $USER is unset)."""
+    from letitloop.journal._config import who
+
+    return who()
 
 
 def propose_splice(
