@@ -12,11 +12,12 @@ import click
 
 from letitloop.cli import _output as out
 from letitloop.cli._doctor import doctor_cmd
+from letitloop.cli._journal_copy import copy_cmd, migrate_cmd
 from letitloop.cli._shared import (
     journal_option,
     journal_path,
     json_option,
-    open_cli_journal,
+    open_owner_journal,
     owner_answers,
 )
 
@@ -27,6 +28,8 @@ def journal() -> None:
 
 
 journal.add_command(doctor_cmd)
+journal.add_command(migrate_cmd)
+journal.add_command(copy_cmd)
 
 
 def _pid_file(path: Path) -> dict[str, Any] | None:
@@ -106,7 +109,7 @@ def status_cmd(as_json: bool) -> None:
         rows.append(("hint", "any other lil command (e.g. `lil runs list`) starts the owner"))
         out.say(out.kv_table(rows))
         return
-    stats = open_cli_journal().stats()
+    stats = open_owner_journal().stats()
     stats["other_clients"] = max(int(stats.get("clients", 1)) - 1, 0)
     stats["fold_lag_bytes"] = int(stats["log_end"]) - int(stats["folded_lsn"])
     if as_json:
@@ -181,7 +184,7 @@ def sql_cmd(query: str, as_json: bool) -> None:
     Example:
         lil journal sql "SELECT status, count(*) FROM runs GROUP BY 1"
     """
-    result = open_cli_journal().sql(query)
+    result = open_owner_journal().sql(query)
     if as_json:
         out.emit_json(result)
         return

@@ -17,6 +17,7 @@ import click
 from letitloop.kernel._errors import LetItLoopError
 
 if TYPE_CHECKING:
+    from letitloop.journal._contract import Journal
     from letitloop.journal.duckdb._client import OwnerJournal
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,8 +121,16 @@ def journal_path() -> Path:
     return find_journal(journal_spec())
 
 
-def open_cli_journal() -> OwnerJournal:
-    """The owner-backed journal (starting its owner if none runs)."""
+def open_cli_journal() -> Journal:
+    """The journal this invocation names: a DuckDB file's owner-backed client (starting its
+    owner if none runs), or a PostgreSQL journal for a ``postgresql://`` URL."""
+    from letitloop.journal import open_journal
+
+    return open_journal(journal_spec())
+
+
+def open_owner_journal() -> OwnerJournal:
+    """The owner-backed client of a DuckDB journal, for what only its owner has (stats, sql)."""
     from letitloop.journal.duckdb._client import open_journal
 
     return open_journal(journal_path())

@@ -238,6 +238,13 @@ class Journal(Protocol):
         """Write records; with sync, return only once they are durable."""
         ...
 
+    def import_records(self, records: Sequence[Record]) -> None:
+        """Write records copied from another journal (``lil journal copy``), durably, in order.
+
+        They are checked by the state machine like an append (natural keys make a resend a
+        no-op), but as history: no lease is needed, and a run some process holds is refused."""
+        ...
+
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded: ...
 
     def list_runs(

@@ -219,6 +219,18 @@ class MemoryJournal(RecordWrites):
     def _append_to_run(self, run_id: str, records: list[Record]) -> None:
         self.append(records)
 
+    def import_records(self, records: Sequence[Record]) -> None:
+        """Write copied history (``lil journal copy``): checked like an append, without a lease."""
+        with self.store.cond:
+            new: list[Record] = []
+            try:
+                for rec in records:
+                    if self.store.state.check(rec, None):
+                        self.store.state.apply(rec)
+                        new.append(rec)
+            finally:
+                self._publish(new)
+
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
         for rec in reversed(self.store.records):
             if (rec["run"], rec.get("epoch"), rec.get("pos"), rec.get("att")) == (

@@ -530,6 +530,14 @@ class OwnerJournal(RecordWrites):
     def _append_to_run(self, run_id: str, records: list[Record]) -> None:
         self._call({"op": "append", "recs": records, "run": run_id})  # loads an evicted run
 
+    def import_records(self, records: Sequence[Record]) -> None:
+        """Write copied history (``lil journal copy``): no lease; each request names its run, so
+        the owner loads a run it evicted meanwhile."""
+        from letitloop.journal._copy import history_groups
+
+        for run_id, group in history_groups(records):
+            self._call({"op": "append", "recs": group, "run": run_id, "import": True})
+
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
         req = {"op": "output", "run": run_id, "epoch": epoch, "pos": position, "att": attempt}
         codec, data = self._call(req)["out"]
