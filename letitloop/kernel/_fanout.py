@@ -24,6 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from letitloop.journal._maps import item_key
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import current_run, require_run
 from letitloop.kernel._errors import ConfigError, MapItemError
@@ -168,7 +169,7 @@ def _fan_out(
             journal=journal,
             parent=ctx.run_id,
             workflow=f"{ctx.state.workflow}.{name}",
-            key=f"{ctx.state.key}.e{ctx.epoch}.p{step_var}.{i}.{fingerprint((v,), {})[:8]}",
+            key=item_key(ctx.state.key, ctx.epoch, step_var, i, fingerprint((v,), {})[:8]),
             name=name,
             fn=fn,
             item=v,

@@ -158,3 +158,26 @@ def test_other_processes_need_a_journal_they_can_open() -> None:
     with pytest.raises(ConfigError, match="journal they can open") as err:
         fan()
     assert err.value.fix and "postgresql://" in err.value.fix
+
+
+def test_map_items_lists_each_items_child_run_in_order(any_journal: Any) -> None:
+    from letitloop.journal._maps import map_items
+
+    def maybe(i: int) -> int:
+        if i == 2:
+            raise KeyError(i)
+        return i
+
+    @durable(journal=any_journal, name="listed")
+    def fan(n: int) -> list[int]:
+        step("before", lambda: 0)
+        return step.map("maybe", maybe, range(n), max_in_flight=1)
+
+    with pytest.raises(MapItemError):
+        fan(5)
+    run = next(r for r in any_journal.list_runs(limit=50) if r.workflow == "listed")
+    (items,) = map_items(any_journal, any_journal.get_run(run.run_id))
+    assert (items.position, items.name, items.workflow) == (1, "maybe", "listed.maybe")
+    assert [i for i, _ in items.items] == [0, 1, 2]  # one in flight: nothing after the failure
+    assert items.counts() == {"completed": 2, "failed": 1}
+    assert items.summary() == "2 completed, 1 failed of 3 items"
