@@ -272,6 +272,8 @@ def resume_cmd(run: str, as_json: bool) -> None:
 
     Journaled steps replay; the run goes on from where it stopped. Works for workflows defined
     in a module or a script file (run it from the same directory); other runs say why not.
+    Importing runs the module's top-level code again: keep a script's own calls under an
+    ``if __name__ == "__main__":`` guard.
     Exit status 3 means the run suspended again (for example, an approval is still pending).
 
     \b
@@ -285,6 +287,13 @@ def resume_cmd(run: str, as_json: bool) -> None:
     journal = open_cli_journal()
     run_id = journal.find_run(run)
     os.environ["LIL_JOURNAL"] = str(find_journal(journal_spec()))  # the workflow's default
+    entry = journal.get_run(run_id).entry
+    if entry:  # importing runs the module's top level: say so before it happens
+        where = entry.rpartition(":")[0]
+        out.stderr_write(
+            f"note: resuming imports {where}; its top-level code runs again (code outside "
+            'an `if __name__ == "__main__":` guard, such as a call of the workflow, runs too)'
+        )
     try:
         result = resume_run(journal, run_id)
     except Suspended as exc:

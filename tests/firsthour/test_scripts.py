@@ -82,3 +82,65 @@ def test_splice_proposals_record_who_with_the_one_identity(
     journal = MemoryJournal()
     p = propose_splice(src, "f", "def f():\n    return 2\n", reason="r", journal=journal)
     assert p.by == who() and not p.by.startswith("unknown")
+
+
+def _choices(command: object, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], list[str]]:
+    """Every --status/--state option of the lil command tree: its command path and values."""
+    import click
+
+    found: dict[tuple[str, ...], list[str]] = {}
+    assert isinstance(command, click.Command)
+    for param in command.params:
+        if isinstance(param.type, click.Choice) and param.name in ("status", "state", "statuses"):
+            found[path] = [str(c) for c in param.type.choices]
+    if isinstance(command, click.Group):  # lil loads its command groups lazily
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            found |= _choices(command.get_command(ctx, name), (*path, name))
+    return found
+
+
+def test_docs_cli_lists_every_status_the_cli_accepts() -> None:
+    """Point 15: docs/cli.md's Statuses section names every value of every --status option."""
+    from letitloop.cli import lil
+
+    text = (ROOT / "docs" / "cli.md").read_text()
+    section = text.split("## Statuses", 1)[1].split("\n## ", 1)[0]
+    choices = _choices(lil)
+    assert ("runs", "list") in choices and ("approvals", "list") in choices
+    for path, values in choices.items():
+        for value in values:
+            assert f"`{value}`" in section, f"lil {' '.join(path)}: status {value!r} undocumented"
+
+
+def test_lil_runs_resume_warns_that_it_imports_the_module(journal_path: Path) -> None:
+    """Point 15: top-level code of the workflow's script runs again on resume: say so."""
+    script = journal_path.parent.parent / "unguarded.py"
+    script.write_text(
+        "from letitloop import durable, suspend\n"
+        "print('TOP LEVEL RAN', flush=True)\n"
+        "@durable(name='unguarded', run_id='u1')\n"
+        "def flow():\n"
+        "    suspend('wait')\n"
+        "    return 1\n"
+        "if __name__ == '__main__':\n"
+        "    try:\n"
+        "        flow()\n"
+        "    except Exception:\n"
+        "        pass\n"
+    )
+    first = subprocess.run(
+        [sys.executable, str(script)], env=env(journal_path), capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    resumed = subprocess.run(
+        [sys.executable, "-m", "letitloop", "runs", "resume", "unguarded:u1"],
+        env=env(journal_path),
+        capture_output=True,
+        text=True,
+        cwd=script.parent,
+        timeout=60,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"resuming imports {script}" in resumed.stderr
+    assert "top-level code runs again" in resumed.stderr and "__main__" in resumed.stderr
