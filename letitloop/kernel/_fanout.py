@@ -21,8 +21,9 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from letitloop.journal._maps import item_key
 from letitloop.kernel._codec import fingerprint
@@ -34,6 +35,24 @@ if TYPE_CHECKING:
     from letitloop.distributed._executor import Executor
     from letitloop.journal._contract import Journal
     from letitloop.kernel._context import RunContext
+
+
+class MapUpdate(NamedTuple):
+    """How far a running map got, for progress views (the notebook's progress line)."""
+
+    name: str
+    total: int
+    done: int  # completed, replayed ones included
+    running: int
+    failed: int
+    replayed: int  # taken from the journal without running
+    dashboard: str | None  # the engine's dashboard, when it has one (Dask)
+
+
+#: set by a progress view around a run: called on the orchestrating thread as items finish
+map_observer_var: ContextVar[Callable[[MapUpdate], None] | None] = ContextVar(
+    "letitloop_map_observer", default=None
+)
 
 #: how long an item's worker waits for an earlier attempt of the same item that still runs
 #: (a parent killed and called again while a worker was mid-item) before giving up
@@ -188,8 +207,17 @@ def _fan_out(
             len(calls),
             len(todo),
         )
+    observer = map_observer_var.get()
+    replayed = len(calls) - len(todo)
+
+    def update(done: int, running: int, failed: int) -> None:
+        if observer is not None:
+            link = getattr(executor, "dashboard_link", None)
+            observer(MapUpdate(name, len(calls), done + replayed, running, failed, replayed, link))
+
+    update(0, 0, 0)
     try:
-        _submit_all(executor, calls, todo, results, max_in_flight or len(calls) or 1)
+        _submit_all(executor, calls, todo, results, max_in_flight or len(calls) or 1, update)
     finally:
         if on is None:
             executor.close()
@@ -245,11 +273,17 @@ def _finished(ctx: RunContext, calls: list[ItemCall], results: list[Any]) -> lis
 
 
 def _submit_all(
-    executor: Executor, calls: list[ItemCall], todo: list[int], results: list[Any], window: int
+    executor: Executor,
+    calls: list[ItemCall],
+    todo: list[int],
+    results: list[Any],
+    window: int,
+    update: Callable[[int, int, int], None],
 ) -> None:
     pending: dict[Future[Any], int] = {}
     queue = list(reversed(todo))
     failures: dict[int, BaseException] = {}
+    done = 0
     while queue or pending:
         while queue and len(pending) < window:
             i = queue.pop()
@@ -263,7 +297,10 @@ def _submit_all(
                 queue.clear()  # nothing new starts; items in flight still land in the journal
             else:
                 results[i] = fut.result()
-        if not finished:
+                done += 1
+        if finished:
+            update(done, len(pending), len(failures))
+        else:
             time.sleep(0)  # let the executor's callbacks run
     if failures:
         first = min(failures)

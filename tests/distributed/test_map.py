@@ -181,3 +181,34 @@ def test_map_items_lists_each_items_child_run_in_order(any_journal: Any) -> None
     assert [i for i, _ in items.items] == [0, 1, 2]  # one in flight: nothing after the failure
     assert items.counts() == {"completed": 2, "failed": 1}
     assert items.summary() == "2 completed, 1 failed of 3 items"
+
+
+def test_a_progress_view_sees_done_running_failed_and_replayed(any_journal: Any) -> None:
+    from letitloop.kernel._fanout import MapUpdate, map_observer_var
+
+    seen: list[MapUpdate] = []
+    fail = {4}
+
+    def work(i: int) -> int:
+        if i in fail:
+            raise RuntimeError("no")
+        return i
+
+    @durable(journal=any_journal, name="watched")
+    def fan() -> list[int]:
+        return step.map("work", work, range(6), max_in_flight=2)
+
+    token = map_observer_var.set(seen.append)
+    try:
+        with pytest.raises(MapItemError):
+            fan()
+        last = seen[-1]
+        assert (last.name, last.total, last.failed, last.replayed) == ("work", 6, 1, 0)
+        assert last.done >= 4 and last.running == 0
+        fail.clear()
+        seen.clear()
+        assert fan() == list(range(6))
+    finally:
+        map_observer_var.reset(token)
+    assert seen[0].replayed == seen[0].done >= 4  # the first view already counts the journal
+    assert (seen[-1].done, seen[-1].failed, seen[-1].dashboard) == (6, 0, None)
