@@ -178,7 +178,10 @@ def stop_cmd(as_json: bool) -> None:
 def sql_cmd(query: str, as_json: bool) -> None:
     """Run one read-only SELECT against the journal's tables, through its owner.
 
-    Tables: runs, steps, events (see `letitloop/journal/duckdb/_store.py`).
+    Tables: runs, steps, events, approvals, proposals, cache, quarantine (see
+    `letitloop/journal/duckdb/_store.py`). Only a plain SELECT runs (no EXPLAIN, PRAGMA or
+    writes), in a read-only transaction without file system access; at most 10,000 rows or
+    32 MiB come back, and the output says when it was cut.
 
     \b
     Example:
@@ -193,7 +196,8 @@ def sql_cmd(query: str, as_json: bool) -> None:
         table.add_row(*[out.text(_cell(v)) for v in row])
     out.say(table)
     n = len(result["rows"])
-    out.say(out.text(f"({n} row{'s' if n != 1 else ''})", "dim"))
+    cut = " (truncated: the result has more; narrow the query)" if result.get("truncated") else ""
+    out.say(out.text(f"({n} row{'s' if n != 1 else ''}{cut})", "dim"))
 
 
 def _cell(value: Any) -> str:

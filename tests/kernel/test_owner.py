@@ -122,7 +122,11 @@ def test_sql_is_read_only(journal_path: Path) -> None:
 
     flow()
     result = journal.sql("SELECT status, count(*) AS n FROM runs GROUP BY status")
-    assert result == {"columns": ["status", "n"], "rows": [["completed", 1]]}
+    assert {k: result[k] for k in ("columns", "rows")} == {
+        "columns": ["status", "n"],
+        "rows": [["completed", 1]],
+    }
+    assert result["truncated"] is False
     for bad in ("DELETE FROM runs", "SELECT 1; DROP TABLE runs", "CREATE TABLE x(a INT)"):
         with pytest.raises(ConfigError, match="single SELECT"):
             journal.sql(bad)

@@ -641,7 +641,8 @@ class OwnerJournal(RecordWrites):
 
     def sql(self, query: str) -> dict[str, Any]:
         msg = self._call({"op": "sql", "sql": query})
-        return {"columns": msg["columns"], "rows": msg["rows"]}
+        keys = ("columns", "rows", "truncated", "limit")
+        return {k: msg.get(k) for k in keys} | {"truncated": bool(msg.get("truncated"))}
 
     def stats(self) -> dict[str, Any]:
         return dict(self._call({"op": "stats"})["stats"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,11 @@ _INSERT_EVENTS = (
 _BATCH = 5000
 
 
+SQL_ROWS = 10_000  # rows ``lil journal sql`` returns at most (it says when it stopped)
+SQL_BYTES = 32 << 20  # text and bytes it returns at most
+SQL_SECONDS = 30.0  # a query running longer is interrupted
+
+
 class Bad:
     """A log frame that is not a valid record: its bytes and why, for the quarantine."""
 
@@ -125,7 +131,9 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         try:
-            self.db = duckdb.connect(str(path))
+            # no SQL the owner runs may reach the file system (``lil journal sql`` runs people's
+            # queries here: COPY ... TO, read_text() of the key, ATTACH): disabled for good
+            self.db = duckdb.connect(str(path), config={"enable_external_access": False})
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise JournalError(
@@ -706,23 +714,46 @@ class Store:
         names = "seq run k pos att name ts".split()
         return [dict(zip(names, r[:-1], strict=True)) | {"data": json.loads(r[-1])} for r in rows]
 
-    def sql(self, query: str, limit: int = 10000) -> dict[str, Any]:
-        """Run one read-only statement (SELECT and friends only), for ``lil journal sql``."""
-        statements = duckdb.extract_statements(query)
-        allowed = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
-        if len(statements) != 1 or statements[0].type not in allowed:
-            raise ConfigError(
-                "only a single SELECT (or EXPLAIN) statement may run through the journal owner",
-                fix="write one read-only query, e.g. SELECT status, count(*) FROM runs GROUP BY 1",
-            )
+    def sql(self, query: str, limit: int = SQL_ROWS) -> dict[str, Any]:
+        """Run one plain SELECT over the journal's tables, for ``lil journal sql``: checked with
+        DuckDB's own parser, inside a read-only transaction, with no file system access (the
+        connection has none), within a deadline and a size limit (``truncated`` says so)."""
+        check_select(self.db, query)
         cur = self.db.cursor()
+        timer = threading.Timer(SQL_SECONDS, cur.interrupt)
         try:
-            cur.execute(query)
-            columns = [d[0] for d in cur.description or []]
-            rows = cur.fetchmany(limit)
+            cur.execute("BEGIN TRANSACTION READ ONLY")
+            timer.start()
+            try:
+                cur.execute(query)
+                columns = [d[0] for d in cur.description or []]
+                rows: list[list[Any]] = []
+                size, truncated = 0, False
+                while batch := cur.fetchmany(1000):
+                    for row in batch:
+                        values = [_plain(v) for v in row]
+                        size += sum(len(v) for v in values if isinstance(v, (str, bytes))) + 8
+                        if len(rows) >= limit or size > SQL_BYTES:
+                            truncated = True
+                            break
+                        rows.append(values)
+                    if truncated:
+                        break
+            except duckdb.InterruptException:
+                raise ConfigError(
+                    f"the query ran longer than {SQL_SECONDS:.0f} s and was stopped",
+                    fix="narrow it (WHERE, LIMIT) or aggregate",
+                ) from None
+            except duckdb.Error as exc:
+                raise ConfigError(
+                    f"the query failed: {exc}", fix="check the SQL; tables: " + _tables(self.db)
+                ) from None
+            finally:
+                timer.cancel()
+                cur.execute("ROLLBACK")
         finally:
             cur.close()
-        return {"columns": columns, "rows": [[_plain(v) for v in row] for row in rows]}
+        return {"columns": columns, "rows": rows, "truncated": truncated, "limit": limit}
 
     def gc(self, older_than: float, statuses: Sequence[str], held: list[str]) -> list[str]:
         doomed = [
@@ -787,6 +818,44 @@ def _approval_fields(
             "ts": at,
         }
     return out
+
+
+def check_select(db: duckdb.DuckDBPyConnection, query: str) -> None:
+    """Refuse anything but one plain SELECT over the journal's own tables and views.
+
+    DuckDB's parser decides the statement type: EXPLAIN (``EXPLAIN ANALYZE DELETE`` executes
+    the DELETE), PRAGMA, CALL, SET, COPY and every write are refused whatever their spelling."""
+    fix = "write one SELECT, e.g. SELECT status, count(*) FROM runs GROUP BY 1"
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise ConfigError(f"the query does not parse: {exc}", fix=fix) from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        kinds = ", ".join(s.type.name for s in statements) or "nothing"
+        raise ConfigError(
+            f"only a single SELECT (plain, read-only) may run through the journal owner, got "
+            f"{kinds}",
+            fix=fix,
+        )
+    try:
+        used = {t.split(".")[-1] for t in db.cursor().get_table_names(query)}
+    except duckdb.Error:  # its binder misses some forms (JOIN ... USING): execution will tell
+        used = set()
+    unknown = used - set(_tables(db).split(", "))
+    if unknown:
+        raise ConfigError(
+            f"the query reads {', '.join(sorted(unknown))}, which the journal does not have",
+            fix="tables: " + _tables(db),
+        )
+
+
+def _tables(db: duckdb.DuckDBPyConnection) -> str:
+    rows = db.cursor().execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' UNION "
+        "SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal "
+        "ORDER BY 1"
+    )
+    return ", ".join(r[0] for r in rows.fetchall())
 
 
 def _plain(value: Any) -> Any:
