@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test install system-deps lint typecheck pytest bench clean
+.PHONY: demo test install system-deps lint typecheck pytest bench clean labextension
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -41,6 +41,12 @@ pytest: install
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test: system-deps install lint typecheck pytest
+
+# The lab extension is committed prebuilt (letitloop/jupyter/labextension, checked against its
+# sources by tests/jupyter/test_labextension.py); rebuild it after editing packages/labextension.
+labextension: install
+	cd packages/labextension && PATH="$(CURDIR)/$(BIN):$$PATH" jlpm install && \
+		PATH="$(CURDIR)/$(BIN):$$PATH" jlpm build
 
 bench: install
 	$(BIN)/python benchmarks/journal.py

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -417,9 +416,11 @@ def decide_proposal(
 
 def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) -> dict[str, Any]:
     """The run of each ``%%durable NAME [--run-id KEY]`` cell of the notebook at ``notebook``
-    (relative to the server root), with a badge status: replayed | running | waiting | failed |
+    (relative to the server root; a renamed notebook finds the runs it adopts, as the magic
+    does), with a badge status: replayed | running | waiting | failed |
     completed | suspended | cancelled, or null when the cell never ran."""
     from letitloop.kernel._errors import JournalError
+    from letitloop.notebook_ext._notebook import claim  # the key the magic itself takes
 
     root = ctx.root_dir.resolve()
     path = (root / notebook).resolve()
@@ -429,7 +430,7 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
     for name, key in cells[:200]:
         if not CELL_NAME.match(name) or (key is not None and len(key) > 200):
             raise BadRequest(f"not a %%durable cell name: {name[:40]!r}", fix="NAME like ingest")
-        run_id = f"cell.{name}:{key or cell_key(str(path))}"
+        run_id = f"cell.{name}:{key or claim(ctx.journal, f'cell.{name}', str(path)).key}"
         try:
             info = ctx.journal.get_run(run_id).run
         except JournalError:
@@ -439,14 +440,6 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
         events = ctx.journal.events(run_id=run_id, limit=HUGE)
         found[name] = {"run_id": run_id, "status": badge(info, events, bool(pending))}
     return {"cells": found}
-
-
-def cell_key(notebook: str) -> str:
-    """The run key ``%%durable`` derives for a notebook (``notebook_ext._cell.CellRun.key``)."""
-    import hashlib
-
-    stem = os.path.splitext(os.path.basename(notebook))[0] or "notebook"
-    return f"{stem}-{hashlib.sha256(notebook.encode()).hexdigest()[:8]}"
 
 
 def badge(run: RunInfo, events: list[EventInfo], waiting: bool) -> str:

@@ -258,10 +258,9 @@ async def test_journal_events_arrive_on_the_event_bus(
 async def test_cell_runs_find_the_run_a_durable_cell_makes(
     jp_fetch: Fetch, lab_journal: Path, jp_root_dir: Path
 ) -> None:
-    from letitloop.notebook_ext._cell import CellRun
+    from letitloop.notebook_ext._notebook import path_key
 
-    notebook = jp_root_dir / "work" / "analysis.ipynb"
-    key = CellRun(name="ingest", code="").key(str(notebook))
+    key = path_key(str(jp_root_dir / "work" / "analysis.ipynb"))
     answer = await get(jp_fetch, "cells", path="work/analysis.ipynb", name="ingest")
     assert answer["cells"]["ingest"] == {"run_id": f"cell.ingest:{key}", "status": None}
     code, error = await refused(jp_fetch, "cells", path="../../etc/passwd", name="x")
