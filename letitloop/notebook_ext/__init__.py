@@ -20,23 +20,20 @@ TYPE_CHECKING = False
 _EXPORTS = {
     "DurableMagics": "letitloop.notebook_ext._magic",
     "ApprovalWidget": "letitloop.notebook_ext._widgets",
-    "RunInspector": "letitloop.notebook_ext._widgets",
+    "RunInspector": "letitloop.notebook_ext._inspector",
     "RetryWidget": "letitloop.notebook_ext._widgets",
-    "EffectsInDoubt": "letitloop.notebook_ext._widgets",
+    "EffectsInDoubt": "letitloop.notebook_ext._effects",
     "runs": "letitloop.notebook_ext._render",
     "RunList": "letitloop.notebook_ext._render",
 }
 __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension"])
 
 if TYPE_CHECKING:
+    from letitloop.notebook_ext._effects import EffectsInDoubt
+    from letitloop.notebook_ext._inspector import RunInspector
     from letitloop.notebook_ext._magic import DurableMagics
     from letitloop.notebook_ext._render import RunList, runs
-    from letitloop.notebook_ext._widgets import (
-        ApprovalWidget,
-        EffectsInDoubt,
-        RetryWidget,
-        RunInspector,
-    )
+    from letitloop.notebook_ext._widgets import ApprovalWidget, RetryWidget
 
 _NAMES = (
     "step",

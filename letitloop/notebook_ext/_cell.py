@@ -23,8 +23,16 @@ from letitloop.kernel._policy import Budget
 from letitloop.kernel._runtime import resolve_journal, run_workflow
 from letitloop.notebook_ext._notebook import claim, notebook_identity, path_key
 
-__all__ = ["CellRun", "Outcome", "execute", "last_run", "notebook_identity", "run_cell"]
-_LAST: dict[int, str] = {}  # id(shell) -> the run of the last %%durable cell it ran
+__all__ = [
+    "CellRun",
+    "Outcome",
+    "execute",
+    "last_cell",
+    "last_run",
+    "notebook_identity",
+    "run_cell",
+]
+_LAST: dict[int, tuple[str, Any]] = {}  # id(shell) -> (run, journal) of its last %%durable cell
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,7 @@ def run_cell(
         shown[0] = execute(shell, cell.code)  # be journaled (its argument names the notebook)
 
     run_id = f"{opts.name}:{opts.run_id}"
-    _LAST[id(shell)] = run_id
+    _LAST[id(shell)] = (run_id, resolved)
     if cell.fresh:
         _reset(opts, run_id)
     token = may_wait.set(False)
@@ -138,16 +146,24 @@ def run_cell(
 def last_run(shell: Any, journal: Any = None) -> str | None:
     """The run of this notebook's last ``%%durable`` cell: the last one run in this kernel, else
     (after a restart) the most recently updated run that this notebook's cells journaled."""
+    return last_cell(shell, journal)[0]
+
+
+def last_cell(shell: Any, journal: Any = None) -> tuple[str | None, Any]:
+    """``(run id, journal)`` of the notebook's last ``%%durable`` cell (see ``last_run``); the
+    journal is the one that cell used unless ``journal`` names another."""
     if id(shell) in _LAST:
-        return _LAST[id(shell)]
+        run_id, used = _LAST[id(shell)]
+        if journal is None or resolve_journal(journal) is used:
+            return run_id, used
     from letitloop.notebook_ext._notebook import owner_of
 
     notebook = notebook_identity(shell)
     resolved = resolve_journal(journal)
     for info in resolved.list_runs(limit=1 << 30):  # newest first
         if info.workflow.startswith("cell.") and owner_of(resolved, info.run_id) == notebook:
-            return info.run_id
-    return None
+            return info.run_id, resolved
+    return None, resolved
 
 
 def _as_kwargs(opts: DurableOptions) -> dict[str, Any]:

@@ -30,7 +30,7 @@ class RunList(list[RunInfo]):
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{h}</th>" for h in ("run", "status", "steps", "cost", "updated"))
         rows = "".join(
-            f"<tr><td><code>{html.escape(r.run_id)}</code></td><td>{_status(r.status)}</td>"
+            f"<tr><td><code>{html.escape(r.run_id)}</code></td><td>{status_html(r.status)}</td>"
             f"<td>{r.steps_done}</td><td>${r.cost_micros / 1e6:.4f}</td>"
             f"<td>{_ago(r.updated)}</td></tr>"
             for r in self
@@ -73,14 +73,15 @@ def steps_html(attempts: Sequence[AttemptInfo]) -> str:
         shown = a.preview if a.preview is not None else (a.error or {}).get("message", "")
         rows.append(
             f"<tr><td>{pos}</td><td>{html.escape(a.name)}</td><td>{a.kind}</td>"
-            f"<td>{_status(a.status)}</td><td>{counts[pos]}</td><td>{ms}</td>"
+            f"<td>{status_html(a.status)}</td><td>{counts[pos]}</td><td>{ms}</td>"
             f"<td>${a.cost_micros / 1e6:.4f}</td>"
             f"<td><code>{html.escape(_short(shown or ''))}</code></td></tr>"
         )
     return f"<table class='lil-steps'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _status(status: str) -> str:
+def status_html(status: str) -> str:
+    """A status word in its color."""
     color = _COLORS.get(status, "#57606a")
     return f"<span style='color:{color}'>{html.escape(status)}</span>"
 

@@ -21,6 +21,10 @@ from letitloop.journal._config import who
 from letitloop.journal._contract import ApprovalInfo, EventInfo, Journal
 from letitloop.kernel._errors import DeadLetteredError, LetItLoopError
 from letitloop.kernel._runtime import resolve_journal
+from letitloop.notebook_ext._effects import EffectsInDoubt
+from letitloop.notebook_ext._inspector import RunInspector
+
+__all__ = ["ApprovalWidget", "EffectsInDoubt", "RetryWidget", "RunInspector", "kept_output"]
 
 
 def _on_kernel() -> Callable[[Callable[[], None]], None]:
@@ -59,10 +63,12 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         title = f"<b>approval {html.escape(self.row.name)!s}</b> · run {self.row.run_id}"
         self.title = W.HTML(title)
         self.preview = W.HTML(_pre(self.row.payload))
-        self.edit = W.Textarea(
-            value=json.dumps(self.row.payload, indent=2),
-            description="payload",
-            layout=W.Layout(width="100%", height="8em"),
+        text = json.dumps(self.row.payload, indent=2, ensure_ascii=False)
+        self.edit = W.Textarea(  # no description: a label beside it would push it past the cell
+            value=text,
+            rows=min(max(text.count("\n") + 1, 3), 20),
+            placeholder="the payload as JSON",
+            layout=W.Layout(width="100%"),
         )
         self.comment = W.Text(placeholder="comment (optional)", description="comment")
         self.approve = W.Button(description="Approve", button_style="success", icon="check")
@@ -71,7 +77,8 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         self.output = W.Output()
         self.approve.on_click(lambda _b: self.decide(True))
         self.reject.on_click(lambda _b: self.decide(False))
-        editable = [self.edit] if self.row.schema is not None else [self.preview]
+        label = W.HTML("payload: edit it before approving (checked against the schema)")
+        editable = [label, self.edit] if self.row.schema is not None else [self.preview]
         super().__init__(
             [self.title, *editable, self.comment, W.HBox([self.approve, self.reject])]
             + [self.status, self.output]
@@ -221,79 +228,6 @@ class RetryWidget(W.VBox):  # type: ignore[misc]
         else:  # the error shows below; the button stays for another try
             self.status.value = f"retried by {html.escape(who())}: failed again ({status})"
             self.retry.disabled = False
-
-
-class RunInspector(W.VBox):  # type: ignore[misc]
-    """A run's steps (status, attempts, duration, cost, output preview), kept live."""
-
-    def __init__(self, run: str, *, journal: Journal | str | None = None) -> None:
-        self.journal = resolve_journal(journal)
-        self.run_id = self.journal.find_run(run)
-        self.header = W.HTML()
-        self.table = W.HTML()
-        super().__init__([self.header, self.table])
-        self.add_class("lil-inspector")
-        self.refresh()
-        self._schedule = _on_kernel()
-        self._sub = self.journal.subscribe(
-            lambda _events: self._schedule(self.refresh), run_id=self.run_id
-        )
-
-    def refresh(self) -> None:
-        from letitloop.notebook_ext._render import steps_html
-
-        detail = self.journal.get_run(self.run_id)
-        r = detail.run
-        self.header.value = (
-            f"<b>{html.escape(r.run_id)}</b> · {r.status} · {r.steps_done} steps done · "
-            f"${r.cost_micros / 1e6:.4f}"
-        )
-        self.table.value = steps_html(detail.attempts)
-
-    def close(self) -> None:
-        self._sub.close()
-        super().close()
-
-
-class EffectsInDoubt(W.VBox):  # type: ignore[misc]
-    """Side effects in doubt across runs, each with Done / Redo buttons."""
-
-    def __init__(self, *, journal: Journal | str | None = None) -> None:
-        self.journal = resolve_journal(journal)
-        super().__init__([])
-        self.add_class("lil-effects")
-        self.refresh()
-
-    def doubtful(self) -> list[tuple[str, Any]]:
-        found = []
-        for info in self.journal.list_runs(limit=1 << 30):
-            if info.status in ("completed", "running"):
-                continue
-            latest: dict[int, Any] = {}
-            for a in self.journal.get_run(info.run_id).attempts:
-                if a.kind == "marker":
-                    latest[a.position] = a
-            found += [
-                (info.run_id, a)
-                for a in latest.values()
-                if a.status != "completed" and a.resolution is None
-            ]
-        return found
-
-    def refresh(self) -> None:
-        rows = []
-        for run_id, a in self.doubtful():
-            done = W.Button(description="Done", tooltip="it happened: skip the block")
-            redo = W.Button(description="Redo", tooltip="it did not: run the block again")
-            done.on_click(lambda _b, r=run_id, p=a.position: self.resolve(r, p, "done"))
-            redo.on_click(lambda _b, r=run_id, p=a.position: self.resolve(r, p, "redo"))
-            label = W.HTML(f"<b>{html.escape(a.name)}</b> · {html.escape(run_id)}")
-            rows.append(W.HBox([label, done, redo]))
-        self.children = rows or [W.HTML("<i>no side effects in doubt</i>")]
-
-    def resolve(self, run_id: str, position: int, resolution: str) -> None:
-        self.journal.resolve_marker(run_id, position, resolution, who())
-        self.refresh()
 
 
 def kept_output(output: W.Output, fn: Callable[[], Any]) -> BaseException | None:
