@@ -82,10 +82,14 @@ class ItemCall:
         from letitloop.kernel._runtime import _Invocation, _run_sync
 
         opts = DurableOptions.build(
-            run_id=self.key, journal=self.journal, lock_timeout=ITEM_LOCK_TIMEOUT
+            run_id=self.key,
+            journal=self.journal,
+            lock_timeout=ITEM_LOCK_TIMEOUT,
+            ignore_args=True,  # the key already holds the item's digest
         )
         args = (self.name, self.fn, dict(self.policies), self.item)
         inv = _Invocation(opts, _item_body, args, {}, self.workflow)
+        inv.lazy_done = True  # the item's step is durable: a replay completes the run again
         return _run_sync(inv, self.parent)
 
 

@@ -115,6 +115,10 @@ def _signature(fn: Callable[..., Any]) -> inspect.Signature:
 class _Invocation:
     """One call of a durable function: resolved options, run identity and encoded arguments."""
 
+    #: journal the run's ``done`` record without waiting for it to be durable: only for runs
+    #: whose last step holds the result (``step.map`` items), which a replay completes again
+    lazy_done = False
+
     def __init__(
         self,
         opts: DurableOptions,
@@ -244,7 +248,7 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
     try:
         try:
             result = inv.fn(*inv.call_args, **inv.call_kwargs)
-            inv.journal.append([inv.finish_record(ctx, result)])
+            inv.journal.append([inv.finish_record(ctx, result)], sync=not inv.lazy_done)
         except Suspended:
             raise  # journaled as suspended, not failed: calling the run again continues it
         except (Exception, KeyboardInterrupt) as exc:  # an interrupted run is not running
