@@ -171,7 +171,45 @@ def stop_cmd(as_json: bool) -> None:
         out.say(f"stopped owner pid {pid} of {path}")
 
 
-@journal.command("sql")
+@journal.command("schema")
+@json_option
+@journal_option
+def schema_cmd(as_json: bool) -> None:
+    """List every table and view of the journal with its columns and their types (what
+    ``lil journal sql`` can query).
+
+    \b
+    Example:
+        lil journal schema
+    """
+    result = open_owner_journal().sql(SCHEMA_QUERY)
+    tables: dict[str, dict[str, Any]] = {}
+    for name, kind, column, dtype in result["rows"]:
+        item = tables.setdefault(
+            name, {"name": name, "kind": _KINDS.get(kind, kind), "columns": []}
+        )
+        item["columns"].append({"name": column, "type": dtype})
+    if as_json:
+        out.emit_json(list(tables.values()))
+        return
+    for t in tables.values():
+        out.say(out.text(f"{t['name']} ({t['kind']})", "bold"))
+        out.say(out.text("  " + ", ".join(f"{c['name']} {c['type']}" for c in t["columns"])))
+
+
+SCHEMA_QUERY = (
+    "SELECT c.table_name, t.table_type, c.column_name, c.data_type "
+    "FROM information_schema.columns c JOIN information_schema.tables t "
+    "ON c.table_schema = t.table_schema AND c.table_name = t.table_name "
+    "WHERE c.table_schema = 'main' AND c.table_name NOT IN ('meta', 'fold_state') "
+    "ORDER BY t.table_type, c.table_name, c.ordinal_position"
+)
+_KINDS = {"BASE TABLE": "table", "VIEW": "view", "LOCAL TEMPORARY": "temporary table"}
+
+
+@journal.command(
+    "sql", epilog="Every table and view, with its columns and their types: `lil journal schema`."
+)
 @click.argument("query")
 @json_option
 @journal_option

@@ -6,6 +6,7 @@ Only click is imported at module level; the kernel's client is imported when a c
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from importlib import import_module
@@ -123,16 +124,47 @@ def journal_path() -> Path:
 
 def open_cli_journal() -> Journal:
     """The journal this invocation names: a DuckDB file's owner-backed client (starting its
-    owner if none runs), or a PostgreSQL journal for a ``postgresql://`` URL."""
+    owner if none runs), or a PostgreSQL journal for a ``postgresql://`` URL. A journal file
+    that does not exist is an error saying where it was looked for (nothing is created)."""
     from letitloop.journal import open_journal
+    from letitloop.journal._config import find_location
 
+    found = find_location(journal_spec())
+    if not isinstance(found, str):
+        require_journal(found)
     return open_journal(journal_spec())
+
+
+def require_journal(path: Path) -> None:
+    """Raise, creating nothing, when ``path`` holds no journal: say which path was looked for,
+    why that one, and how a journal is found."""
+    if path.exists():
+        return
+    spec = journal_spec()
+    why = (
+        f"--journal {spec}"
+        if spec is not None
+        else "$LIL_JOURNAL"
+        if os.environ.get("LIL_JOURNAL")
+        else f"found from {Path.cwd()}"
+    )
+    from letitloop.kernel._errors import ConfigError
+
+    raise ConfigError(
+        f"no journal at {path} ({why}): nothing has been journaled there yet",
+        fix="run a durable workflow from this project first, or point at an existing journal "
+        "with --journal PATH or $LIL_JOURNAL. Without them, the journal is [tool.letitloop] "
+        "journal in the nearest pyproject.toml, else .letitloop/journal.duckdb in the project "
+        "root (the nearest folder with .letitloop/, pyproject.toml or .git), else in the current "
+        "directory",
+    )
 
 
 def open_owner_journal() -> OwnerJournal:
     """The owner-backed client of a DuckDB journal, for what only its owner has (stats, sql)."""
     from letitloop.journal.duckdb._client import open_journal
 
+    require_journal(journal_path())
     return open_journal(journal_path())
 
 
