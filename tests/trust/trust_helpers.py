@@ -13,13 +13,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "crash"))
 
-from crash_helpers import Worker, owner_pid, pid_alive, wait_until  # noqa: E402
+from crash_helpers import ROOT, Worker, owner_pid, pid_alive, wait_until
 
-from letitloop.journal._config import JournalPaths  # noqa: E402
-from letitloop.journal.duckdb import _wire  # noqa: E402
-from letitloop.journal.duckdb._client import OwnerJournal  # noqa: E402
+from letitloop.journal._config import JournalPaths
+from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb._client import OwnerJournal
 
-__all__ = ["Worker", "owner_pid", "pid_alive", "wait_until"]
+__all__ = ["ROOT", "Worker", "owner_pid", "pid_alive", "wait_until"]
 
 
 def start_owner(path: Path) -> tuple[OwnerJournal, int]:

@@ -235,7 +235,7 @@ class OwnerJournal(RecordWrites):
         self.closed = False
         self._pool: list[_Link] = []
         self._lock = threading.Lock()
-        self._leases: set[str] = set()
+        self._leases: dict[str, str] = {}  # run -> the invocation (one call) holding it
         self._pid = os.getpid()
         self._new_session()
         self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
@@ -418,15 +418,15 @@ class OwnerJournal(RecordWrites):
         tail = text.strip().splitlines()[-8:]
         return ("; the owner's log ends:\n    " + "\n    ".join(tail)) if tail else ""
 
-    def _take(self) -> _Link:
+    def _take(self, answer_by: float | None = None) -> _Link:
         if os.getpid() != self._pid:  # forked: the parent's sockets and leases are not ours
             self._pid = os.getpid()
-            self._pool, self._leases = [], set()
+            self._pool, self._leases = [], {}
             self._new_session()
         with self._lock:
             if self._pool:
                 return self._pool.pop()
-        return self._connect()
+        return self._connect(answer_by)
 
     def _give(self, link: _Link) -> None:
         with self._lock:
@@ -441,7 +441,7 @@ class OwnerJournal(RecordWrites):
         limit = self.write_timeout if op in WORKFLOW_OPS else self.read_timeout
         limit += float(req.get("lock_timeout") or 0)  # the owner itself waits that long
         deadline = time.monotonic() + limit
-        link = self._take()
+        link = self._take(deadline)
         failures = 0
         while True:
             try:
@@ -483,7 +483,7 @@ class OwnerJournal(RecordWrites):
                 return link
             try:
                 left = max(0.001, deadline - time.monotonic())
-                msg = link.call({"op": "relock", "runs": sorted(self._leases)}, left)
+                msg = link.call({"op": "relock", "runs": sorted(self._leases), "invs": dict(self._leases)}, left)
             except TimeoutError:
                 link.close()
                 raise self._no_answer("relock", deadline) from None
@@ -515,14 +515,15 @@ class OwnerJournal(RecordWrites):
         req["lock_timeout"] = lock_timeout
         if reopen:
             req["reopen"] = True
+        req["inv"] = invocation = os.urandom(6).hex()  # this call, not the whole process
         state = run_state(self._call(req)["state"])
         if lease and state.status != "completed":
-            self._leases.add(run_id)
+            self._leases[run_id] = invocation
         return state
 
     def release_run(self, run_id: str) -> None:
-        self._leases.discard(run_id)
-        self._call({"op": "release", "run": run_id}, reply=False)
+        invocation = self._leases.pop(run_id, None)
+        self._call({"op": "release", "run": run_id, "inv": invocation}, reply=False)
 
     def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
         self._call({"op": "append", "recs": list(records), "ack": sync}, reply=sync)
