@@ -9,6 +9,7 @@ from tests.conftest import modules_after
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ["duckdb", "textual", "pygls", "lsprotocol", "ipywidgets", "libcst", "IPython", "rich"]
+HEAVY += ["psycopg"]  # the PostgreSQL driver: imported only when a Postgres journal is opened
 
 
 def test_import_letitloop_loads_no_heavy_module() -> None:

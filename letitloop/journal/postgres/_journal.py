@@ -123,10 +123,15 @@ class PgJournal(RecordWrites):
                     ) from None
                 time.sleep(pause)
                 pause = min(1.0, pause * 2)
-        if migrate:
-            _schema.migrate(conn, self.where, by=self.session.split("/", 1)[0])
-        else:
-            _schema.check_not_newer(_schema.current_version(conn, self.where.schema), self.where)
+        try:
+            if migrate:
+                _schema.migrate(conn, self.where, by=self.session.split("/", 1)[0])
+            else:
+                version = _schema.current_version(conn, self.where.schema)
+                _schema.check_not_newer(version, self.where)
+        except psycopg.Error as exc:
+            conn.close()
+            raise refused(exc, self.location) from None
         conn.execute(f'SET search_path TO "{self.where.schema}"')
         idle = max(5, int(self.ttl))  # a frozen writer mid-transaction must not hold events back
         conn.execute(f"SET idle_in_transaction_session_timeout = '{idle}s'")
@@ -164,6 +169,8 @@ class PgJournal(RecordWrites):
                             fix="check the server's log; the call can be retried safely",
                         ) from None
                     time.sleep(min(1.0, 0.05 * failures))
+                except psycopg.Error as exc:
+                    raise refused(exc, self.location) from None
 
     def _drop_conn(self) -> None:
         self._cache.clear()
@@ -581,6 +588,19 @@ class PgJournal(RecordWrites):
                 helper.close()
         with self._lock:
             self._drop_conn()
+
+
+def refused(exc: psycopg.Error, location: str) -> JournalError:
+    """A statement PostgreSQL refused, as a journal error that says what to do."""
+    text = " ".join(str(exc).split())
+    if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
+        return JournalError(
+            f"the PostgreSQL role of {location} may not do this: {text}",
+            fix="read-only roles can list and inspect runs but not decide, resolve, cancel or run "
+            "workflows; use a role granted INSERT, UPDATE and DELETE on the journal's schema "
+            "(docs/postgres.md, roles)",
+        )
+    return JournalError(f"PostgreSQL journal {location}: {text}")
 
 
 def _broken(exc: BaseException) -> bool:
