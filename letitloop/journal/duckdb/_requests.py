@@ -33,6 +33,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "parent": (_OPT_S, False),
         "lock_timeout": ((*_NUM, _N), False),
         "reopen": ((_B,), False),
+        "inv": (_OPT_S, False),  # the invocation (one call in the process) taking the lease
     },
     "append": {
         "recs": ((list,), True),
@@ -40,8 +41,8 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "run": (_OPT_S, False),
         "import": ((_B,), False),  # lil journal copy: history written without a lease
     },
-    "release": {"run": ((_S,), True)},
-    "relock": {"runs": ((list,), True)},
+    "release": {"run": ((_S,), True), "inv": (_OPT_S, False)},
+    "relock": {"runs": ((list,), True), "invs": ((dict, _N), False)},
     "resolve": {
         "run": ((_S,), True),
         "marker": ((_S, _I), True),
