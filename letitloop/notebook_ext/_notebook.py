@@ -8,7 +8,8 @@ run journals that path as its argument (``notebook=``), so the journal knows whi
 run belongs to. That gives the two rules a rename needs:
 
 - a notebook whose own key has no run for a cell **adopts** the run of a notebook path that no
-  longer exists on disk (the file was renamed or moved), and the cell's output says so;
+  longer exists on disk (the file was renamed or moved), and the cell's output says so; only
+  real notebook files adopt or are adopted (a terminal IPython, keyed by its directory, never);
 - two notebooks that exist side by side never share a run: when the run under a notebook's key
   belongs to another notebook that still exists (a new ``Untitled.ipynb`` created after the old
   one was renamed), the notebook takes the next free key (``stem-<hash>~2``).
@@ -77,6 +78,8 @@ def claim(
     exists: Callable[[str], bool] = os.path.exists,
 ) -> Claim:
     """The key of ``workflow``'s run for ``notebook``: its own, an adopted one, or a new one."""
+    if not _is_file(notebook, exists):  # a terminal IPython or a kernel that did not say
+        return Claim(path_key(notebook))  # which notebook it runs: no renames to follow
     runs: dict[str, RunInfo] = {
         r.key: r for r in journal.list_runs(workflow=workflow, limit=1 << 30)
     }
@@ -101,8 +104,8 @@ def claim(
         owner = owner_of(journal, info.run_id)
         if owner == notebook:
             return Claim(key)  # adopted before: this notebook continues it
-        if owner is not None and not exists(owner):
-            orphans.append((key, owner, info))
+        if owner is not None and not exists(owner) and os.path.splitext(owner)[1]:
+            orphans.append((key, owner, info))  # a notebook file that is gone
     if len(orphans) == 1:
         key, owner, info = orphans[0]
         note = (
@@ -120,6 +123,10 @@ def claim(
         )
         return Claim(free, note)
     return Claim(free)
+
+
+def _is_file(path: str, exists: Callable[[str], bool]) -> bool:
+    return bool(os.path.splitext(path)[1]) and exists(path)
 
 
 def _shown(path: str, relative_to: str) -> str:
