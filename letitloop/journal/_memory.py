@@ -122,6 +122,7 @@ class MemoryJournal(RecordWrites):
         self.store = store or MemoryStore()
         self.journal_id = self.store.journal_id
         self.session = f"{os.getpid()}@{socket.gethostname()}/{uuid.uuid4().hex[:8]}"
+        self._invocations: dict[str, str] = {}  # run -> the call holding its lease
 
     def _write(self, records: Sequence[Record]) -> None:
         """Check and apply under the store's lock, then notify subscribers (caller holds lock)."""
@@ -191,6 +192,7 @@ class MemoryJournal(RecordWrites):
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
         req["reopen"] = reopen
         req.update(args=list(args) if args else None, entry=entry, parent=parent)
+        req["inv"] = invocation = uuid.uuid4().hex[:12]  # the lease is this call's alone
         deadline = time.monotonic() + lock_timeout
         with self.store.cond:
             while True:
@@ -205,11 +207,14 @@ class MemoryJournal(RecordWrites):
             self._publish(recs)
             if wire is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
+            if lease and self.store.state.lease_holder(run_id) == self.session:
+                self._invocations[run_id] = invocation
             return run_state(wire)
 
     def release_run(self, run_id: str) -> None:
         with self.store.cond:
-            self.store.state.release(run_id, self.session)
+            invocation = self._invocations.pop(run_id, None)
+            self.store.state.release(run_id, self.session, invocation)
             self.store.cond.notify_all()
 
     def append(self, records: Sequence[Record], *, sync: bool = True) -> None:

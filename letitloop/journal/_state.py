@@ -45,6 +45,9 @@ class RunEntry:
         self.steps: dict[int, dict[str, Any]] = {}
         self.keys: set[str] = set()
         self.holder: str | None = None
+        # which call of the holding session's process holds it: the lease belongs to one
+        # invocation, so two threads or tasks of one process never execute the run at once
+        self.invocation: str | None = None
         # after an owner restart: "pid@host" of the process that last started this running run;
         # it may still be executing it, so nobody else gets the run until it is gone
         self.orphan_of: str | None = None
@@ -140,18 +143,24 @@ class JournalState:
         entry = self.runs.get(run_id)
         return entry.holder if entry else None
 
-    def release(self, run_id: str, session: str) -> None:
+    def release(self, run_id: str, session: str, invocation: str | None = None) -> None:
+        """Give a lease back; only its invocation may (a refused second call must not)."""
         entry = self.runs.get(run_id)
         if entry is not None and entry.holder == session:
-            entry.holder = None
+            if invocation is not None and entry.invocation not in (None, invocation):
+                return
+            entry.holder, entry.invocation = None, None
 
     def release_session(self, session: str) -> list[str]:
         freed = [e.run_id for e in self.runs.values() if e.holder == session]
         for run_id in freed:
             self.runs[run_id].holder = None
+            self.runs[run_id].invocation = None
         return freed
 
-    def relock(self, run_ids: list[str], session: str) -> None:
+    def relock(
+        self, run_ids: list[str], session: str, invocations: dict[str, str] | None = None
+    ) -> None:
         """Re-take leases after a reconnect (the owner restarted); fails if someone else has one."""
         for run_id in run_ids:
             holder = self.lease_holder(run_id)
@@ -166,6 +175,7 @@ class JournalState:
             if run_id in self.runs:
                 self.runs[run_id].holder = session
                 self.runs[run_id].orphan_of = None
+                self.runs[run_id].invocation = (invocations or {}).get(run_id)
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -184,6 +194,20 @@ class JournalState:
             raise RunLockedError(
                 f"run {run_id} is being executed by {holder_label(entry.holder)}",
                 fix="wait for it to finish (or pass lock_timeout= to wait), or kill that process",
+                run_id=run_id,
+            )
+        invocation = req.get("inv")
+        if (
+            entry is not None
+            and entry.holder == session
+            and entry.invocation not in (None, invocation)
+        ):
+            raise RunLockedError(
+                f"run {run_id} is being executed by another call in this process "
+                f"({holder_label(session)}): another thread or task called it with the same "
+                "run identity",
+                fix="wait for that call to finish (or pass lock_timeout= to wait), or give the "
+                "calls different arguments or run_id=",
                 run_id=run_id,
             )
         if entry is not None and entry.orphan_of is not None:
@@ -210,7 +234,7 @@ class JournalState:
         }
         self.apply(validate(rec))
         entry = self.runs[run_id]
-        entry.holder = session
+        entry.holder, entry.invocation = session, invocation
         return entry.wire(), [rec]
 
     def check(self, rec: Record, session: str | None) -> bool:

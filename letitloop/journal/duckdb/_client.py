@@ -483,7 +483,8 @@ class OwnerJournal(RecordWrites):
                 return link
             try:
                 left = max(0.001, deadline - time.monotonic())
-                msg = link.call({"op": "relock", "runs": sorted(self._leases), "invs": dict(self._leases)}, left)
+                relock = {"op": "relock", "runs": sorted(self._leases), "invs": dict(self._leases)}
+                msg = link.call(relock, left)
             except TimeoutError:
                 link.close()
                 raise self._no_answer("relock", deadline) from None

@@ -462,14 +462,14 @@ class Owner:
             if req.get("ack", True):
                 replies.append((conn, _re(req, {"ok": True})))
         elif op == "release":  # the client does not wait for this one
-            self.state.release(run_id, conn.session)
+            self.state.release(run_id, conn.session, req.get("inv"))
             self._wake_waiters(run_id)
         elif op == "relock":
             for rid in req["runs"]:
                 if rid not in self.state.runs and rid in self.known:
                     self._park_load(rid, conn, req)
                     return
-            self.state.relock(req["runs"], conn.session)
+            self.state.relock(req["runs"], conn.session, req.get("invs"))
             replies.append((conn, _re(req, {"ok": True})))
         elif op in ("resolve", "rearm", "budget", "reset"):
             entry = self._entry(run_id)
