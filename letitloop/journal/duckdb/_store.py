@@ -314,6 +314,7 @@ class Store:
                 for _, rec in part:
                     if "pos" not in rec:
                         self._fold_run(rec)
+                self._touch_runs(part)
                 if advance:
                     self.db.execute(
                         "UPDATE fold_state SET folded_lsn = greatest(folded_lsn, ?)",
@@ -325,6 +326,20 @@ class Store:
                 raise
             if advance:
                 self.folded_lsn = max(self.folded_lsn, part[-1][0])
+
+    def _touch_runs(self, part: Sequence[tuple[int, Record]]) -> None:
+        """A run's ``updated`` moves with every step record, not only with its header's."""
+        latest: dict[str, float] = {}
+        for _, rec in part:
+            if "pos" in rec and rec["run"]:
+                latest[rec["run"]] = max(latest.get(rec["run"], 0.0), rec["ts"])
+        if latest:
+            self.db.execute(
+                "UPDATE runs SET updated = greatest(runs.updated, t.ts) FROM (SELECT "
+                "unnest($1::VARCHAR[]) AS run_id, unnest($2::DOUBLE[]) AS ts) t "
+                "WHERE runs.run_id = t.run_id",
+                [list(latest), list(latest.values())],
+            )
 
     def _fold_events(self, part: Sequence[tuple[int, Record]]) -> None:
         cols: list[list[Any]] = [[] for _ in _EVENT_COLS]
