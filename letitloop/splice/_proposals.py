@@ -111,9 +111,14 @@ def get_proposal(proposal_id: str, *, journal: Journal | None = None) -> Proposa
 
 
 def apply_proposal(
-    proposal_id: str, *, by: str | None = None, journal: Journal | None = None
+    proposal_id: str,
+    *,
+    by: str | None = None,
+    comment: str | None = None,
+    journal: Journal | None = None,
 ) -> SpliceResult:
-    """Apply a pending proposal if its target is unchanged; else journal a conflict and raise."""
+    """Apply a pending proposal if its target is unchanged; else journal a conflict and raise.
+    ``comment`` is journaled with the decision (the ``decide`` record's note)."""
     j = _journal(journal)
     with _decision_lock(j):
         p = _pending(get_proposal(proposal_id, journal=j))
@@ -135,7 +140,7 @@ def apply_proposal(
             )
         result = replace(text, p.target, p.code)
         write_atomically(file, result.source.encode(encoding))
-        j.decide(p.id, "applied", by or _who())
+        j.decide(p.id, "applied", by or _who(), comment or None)
         return result
 
 

@@ -70,8 +70,9 @@ def raise_budget(journal: OwnerJournal, run_id: str, by: str, dollars: float) ->
     return f"budget of {run_id} set to ${dollars:g}: resume the run to continue"
 
 
-def cancel_run(journal: OwnerJournal, run_id: str, by: str) -> str:
-    journal.cancel_run(run_id, by, "cancelled from lil-tui")
+def cancel_run(journal: OwnerJournal, run_id: str, by: str, comment: str | None = None) -> str:
+    """Cancel a run; the comment is journaled as the cancel's reason."""
+    journal.cancel_run(run_id, by, comment or "cancelled from lil-tui")
     return f"cancelled {run_id}: it stops at its next step; reset it to start over"
 
 
@@ -132,11 +133,14 @@ def start_resume(journal_location: str, run_id: str, cwd: str | None = None) -> 
 # -- splices ------------------------------------------------------------------------------------
 
 
-def apply_splice(journal: OwnerJournal, proposal_id: str, by: str) -> str:
-    """Apply a proposal if its target is unchanged; a conflict is journaled and raised."""
+def apply_splice(
+    journal: OwnerJournal, proposal_id: str, by: str, comment: str | None = None
+) -> str:
+    """Apply a proposal if its target is unchanged (the comment is journaled with the
+    decision); a conflict is journaled and raised."""
     from letitloop.splice._proposals import apply_proposal, get_proposal
 
-    apply_proposal(proposal_id, by=by, journal=journal)
+    apply_proposal(proposal_id, by=by, comment=comment or None, journal=journal)
     p = get_proposal(proposal_id, journal=journal)
     return f"applied {p.id}: replaced {p.target} in {p.path}"
 

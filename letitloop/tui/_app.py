@@ -25,6 +25,7 @@ from letitloop.tui import _actions
 from letitloop.tui._approvals import ApprovalsScreen
 from letitloop.tui._detail import DetailScreen
 from letitloop.tui._effects import EffectsScreen
+from letitloop.tui._help import HelpScreen
 from letitloop.tui._model import Clock, JournalChanged, JournalProblem, Model
 from letitloop.tui._runs import RunsScreen
 from letitloop.tui._splices import SplicesScreen
@@ -200,10 +201,11 @@ class LilApp(App[None]):
             self.ui(self.notify, tail, title=f"resume of {run_id} stopped", severity="error")
 
     def action_help(self) -> None:
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
+        """Every key of the screen in use, explained in words (``?`` again closes it)."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
         else:
-            self.action_show_help_panel()
+            self.push_screen(HelpScreen(self.screen))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

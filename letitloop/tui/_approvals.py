@@ -18,18 +18,48 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets.data_table import ColumnKey
 
 from letitloop.tui import _actions
 from letitloop.tui._model import ApprovalRow, truncate
-from letitloop.tui._widgets import JournalScreen, PayloadScreen, PromptScreen
+from letitloop.tui._widgets import JournalScreen, PayloadScreen, PromptScreen, RowTable
 
+# (key, label, width): the run id takes what the others leave of the table's width, cut in
+# the middle (workflow name and the key's last characters stay readable).
 APPROVAL_COLUMNS = (
-    ("name", "approval"),
-    ("run", "run id"),
-    ("created", "asked"),
-    ("deadline", "deadline"),
-    ("edit", "editable"),
+    ("name", "approval", 14),
+    ("run", "run", None),
+    ("created", "asked", 11),
+    ("deadline", "deadline", 11),
+    ("edit", "edit", 4),
 )
+CELL_PADDING = 2  # a DataTable pads each cell by one column on either side
+MIN_RUN_WIDTH = 12
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the middle replaced by an ellipsis."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    head = (width - 1) // 2 + (width - 1) % 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def fit_run(run_id: str, width: int) -> str:
+    """A run id cut to ``width``: the workflow name whole when it leaves room for part of the
+    key, and the key cut in the middle (``blog.edit:9d6…4d3``)."""
+    workflow, sep, key = run_id.rpartition(":")
+    if len(run_id) <= width or not sep or len(workflow) + 1 + 5 > width:
+        return fit(run_id, width)
+    return workflow + sep + fit(key, width - len(workflow) - 1)
+
+
+def run_width(table_width: int) -> int:
+    fixed = sum(w for _, _, w in APPROVAL_COLUMNS if w is not None)
+    padding = CELL_PADDING * len(APPROVAL_COLUMNS)
+    return max(MIN_RUN_WIDTH, table_width - fixed - padding - 1)  # 1: the scrollbar's gutter
 
 
 def payload_text(payload: Any) -> str:
@@ -67,13 +97,14 @@ class ApprovalsScreen(JournalScreen):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[ApprovalRow] = []
+        self._width = 0  # the table width the rows were cut for
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="approvals-main"):
-            table: DataTable[Any] = DataTable(id="approvals", cursor_type="row", zebra_stripes=True)
-            for key, label in APPROVAL_COLUMNS:
-                table.add_column(label, key=key)
+            table: DataTable[Any] = RowTable(id="approvals")
+            for key, label, width in APPROVAL_COLUMNS:
+                table.add_column(label, key=key, width=width or MIN_RUN_WIDTH)
             yield table
             with VerticalScroll(id="payload-pane"):
                 yield Static("", id="payload")
@@ -92,10 +123,13 @@ class ApprovalsScreen(JournalScreen):
         table = self.query_one("#approvals", DataTable)
         cursor = table.cursor_row
         table.clear()
+        width = run_width(table.size.width or self.app.size.width // 2)
+        table.columns[ColumnKey("run")].width = width
+        self._width = table.size.width
         for r in data:
             table.add_row(
-                r.name,
-                r.run_id,
+                fit(r.name, 14),
+                fit_run(r.run_id, width),
                 r.created,
                 r.deadline,
                 "yes" if r.editable else "no",
@@ -104,6 +138,10 @@ class ApprovalsScreen(JournalScreen):
         if 0 <= cursor < table.row_count:
             table.move_cursor(row=cursor, animate=False)
         self.show_payload()
+
+    def on_resize(self) -> None:
+        if self.rows and self.query_one("#approvals", DataTable).size.width != self._width:
+            self.show(self.rows)
 
     def selected(self) -> ApprovalRow | None:
         table = self.query_one("#approvals", DataTable)

@@ -18,27 +18,36 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Label, RichLog, Sparkline, Static
 
+from letitloop.journal._preview import human_times
+from letitloop.tui._events import describe
 from letitloop.tui._model import (
     DetailView,
     JournalChanged,
     RunRow,
     error_line,
+    human_span,
     truncate,
     usd,
 )
 from letitloop.tui._runs import RUN_BINDINGS, RunActions
-from letitloop.tui._widgets import JournalScreen, status_text
+from letitloop.tui._widgets import JournalScreen, RowTable, status_text
 
 # Fixed widths: a table refilled while it is laid out would otherwise size its columns
 # differently from one time to the next.
+# Together (with one column of padding on each side of a cell) they fit the table's half of a
+# 140-column terminal, so the cost column is not cut off.
 STEP_COLUMNS = (
-    ("pos", "#", 4),
-    ("name", "step", 26),
-    ("status", "status", 16),
+    ("pos", "#", 3),
+    ("name", "step", 18),
+    ("status", "status", 13),
     ("attempts", "tries", 5),
-    ("duration", "duration", 9),
-    ("cost", "cost", 10),
+    ("duration", "duration", 8),
+    ("cost", "cost", 9),
 )
+
+
+def truncate_name(name: str, width: int = 14) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 class DetailScreen(RunActions, JournalScreen):
@@ -57,12 +66,13 @@ class DetailScreen(RunActions, JournalScreen):
         self.selected_position: int | None = None
         self._shown_steps: list[Any] = []
         self._shown_events = 0
+        self._names: dict[int, str] = {}  # step names by position, for decision events
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="summary")
         with Horizontal(id="detail-main"):
-            table: DataTable[Any] = DataTable(id="steps", cursor_type="row", zebra_stripes=True)
+            table: DataTable[Any] = RowTable(id="steps")
             for key, label, width in STEP_COLUMNS:
                 table.add_column(label, key=key, width=width)
             yield table
@@ -70,7 +80,7 @@ class DetailScreen(RunActions, JournalScreen):
                 yield Static("", id="attempt")
         with Horizontal(id="detail-bottom"):
             with Vertical(id="chart-box"):
-                yield Label("step durations", classes="caption")
+                yield Label("step durations", classes="caption", id="durations-caption")
                 yield Sparkline([], id="durations")
                 yield Static("", id="cost-meter")
             yield RichLog(id="events", max_lines=2000, wrap=False, markup=False)
@@ -108,12 +118,13 @@ class DetailScreen(RunActions, JournalScreen):
             summary.append(f"\nwaiting for approval: {names} (press a)", "bold magenta")
         self.query_one("#summary", Static).update(summary)
         self.fill_steps(data)
-        self.query_one("#durations", Sparkline).data = [s.seconds for s in data.steps] or [0.0]
+        self.show_durations(data)
         self.query_one("#cost-meter", Static).update(self.cost_meter(data))
         if len(data.events) != self._shown_events:
             self._shown_events = len(data.events)
             log = self.query_one("#events", RichLog)
             log.clear()
+            self._names.update({s.position: s.name for s in data.steps})
             for e in data.events:
                 log.write(self.event_line(e))
         if first and data.steps:
@@ -160,15 +171,35 @@ class DetailScreen(RunActions, JournalScreen):
         return text
 
     def event_line(self, e: Any) -> Text:
-        where = f" #{e.position} {e.name}" if e.position is not None else ""
-        extra = ""
-        if e.kind in ("err", "fail"):
-            extra = "  " + error_line(e.data.get("err"))
-        elif e.kind in ("resolve", "reset", "budget"):
-            extra = f"  by {e.data.get('by', '?')}"
+        """One event as a sentence (``#1 publish approved by ana@laptop: "ship it"``)."""
+        if e.position is not None and e.name:
+            self._names[e.position] = e.name
+        line = describe(e, self._names)
         stamp = self.model.clock.stamp(e.ts)
-        style = "red" if e.kind in ("err", "fail") else "green" if e.kind in ("ok", "done") else ""
-        return Text.assemble((stamp, "dim"), f" {e.kind:<8}", (where, style), (extra, "red"))
+        return Text.assemble((stamp, "dim"), (f" {line.tag:<9}", "bold"), (line.text, line.style))
+
+    def show_durations(self, data: DetailView) -> None:
+        """The duration chart, with its scale in words: a sparkline alone says nothing about
+        whether the tallest bar is 3 ms or 3 minutes. With fewer than two steps it is hidden."""
+        box = self.query_one("#chart-box", Vertical)
+        timed = [s for s in data.steps if s.seconds > 0]
+        chart = self.query_one("#durations", Sparkline)
+        caption = self.query_one("#durations-caption", Label)
+        if len(timed) < 2:
+            chart.display = False
+            caption.update("step durations: too few steps to chart" if timed else "")
+            box.set_class(True, "no-chart")
+            return
+        chart.display = True
+        box.set_class(False, "no-chart")
+        slowest = max(timed, key=lambda s: s.seconds)
+        total = sum(s.seconds for s in timed)
+        caption.update(
+            f"step durations, {len(timed)} steps\n"
+            f"slowest {truncate_name(slowest.name)} {human_span(slowest.seconds)}"
+            f" · total {human_span(total)}"
+        )
+        chart.data = [s.seconds for s in data.steps]
 
     # the selected step ------------------------------------------------------------------------
 
@@ -214,6 +245,8 @@ class DetailScreen(RunActions, JournalScreen):
 
     @staticmethod
     def output(a: Any) -> RenderableType:
+        """A step's output as the journal previews it (``letitloop.journal._preview``); an
+        approval's decision shows its times as local times, not epoch seconds."""
         if a.preview is None:
             return Text("(none)", "dim")
         if a.codec == "json":
@@ -225,6 +258,9 @@ class DetailScreen(RunActions, JournalScreen):
                 if "\n" not in value:
                     return Text(truncate(value))
                 return Syntax(truncate(value), "markdown", word_wrap=True)
+            if a.kind == "approval":
+                text = json.dumps(human_times(value), indent=2, ensure_ascii=False)
+                return Syntax(truncate(text), "json", word_wrap=True)
             return Syntax(truncate(a.preview), "json", word_wrap=True)
         return Text(truncate(a.preview))
 

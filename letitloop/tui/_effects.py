@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from letitloop.tui import _actions
 from letitloop.tui._model import EffectRow, JournalChanged
-from letitloop.tui._widgets import JournalScreen
+from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable
 
 EFFECT_COLUMNS = (
     ("run", "run id"),
@@ -30,6 +30,21 @@ EFFECT_COLUMNS = (
 # (the owner only notices the closed connection), so the screen also reads again when shown.
 # The runs screen posts "interrupted" when a full read finds a run whose process died.
 _KINDS = {"run", "fail", "resolve", "reset", "done", "interrupted"}
+
+
+def resolve_question(row: EffectRow, resolution: str) -> str:
+    """What pressing d or r will do, said before it is done."""
+    what = f"{row.marker} (position {row.position} of {row.run_id})"
+    if resolution == "done":
+        return (
+            f"Mark {what} as done?\nSay this only if the side effect really happened: it will "
+            "never run again, and the run continues after it when resumed. This cannot be undone."
+        )
+    return (
+        f"Mark {what} for redo?\nSay this only if the side effect did not happen: it runs again "
+        "when the run is resumed, so a side effect that did happen happens twice. This cannot be "
+        "undone."
+    )
 
 
 class EffectsScreen(JournalScreen):
@@ -48,7 +63,7 @@ class EffectsScreen(JournalScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("Looking for side effects in doubt…", id="effects-help")
-        table: DataTable[Any] = DataTable(id="effects", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Any] = RowTable(id="effects")
         for key, label in EFFECT_COLUMNS:
             table.add_column(label, key=key)
         yield table
@@ -108,10 +123,17 @@ class EffectsScreen(JournalScreen):
 
     def action_resolve(self, resolution: str) -> None:
         row = self.selected()
-        if row is not None:
-            self.run_write(
-                _actions.resolve_effect, row.run_id, row.position, resolution, _actions.who()
-            )
+        if row is None:
+            return
+
+        def done(answer: str | None) -> None:
+            if answer is not None:
+                self.run_write(
+                    _actions.resolve_effect, row.run_id, row.position, resolution, _actions.who()
+                )
+
+        # the journal's resolve record has no comment field: no comment is asked for
+        self.app.push_screen(ConfirmScreen(resolve_question(row, resolution), comment=False), done)
 
     def action_open(self) -> None:
         row = self.selected()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from textual.message import Message
 
@@ -56,6 +56,14 @@ class Clock:
     def stamp(self, ts: float | None) -> str:
         return time.strftime("%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
+    def short(self, ts: float | None) -> str:
+        """A time in at most 11 characters: ``21:04:30`` today, ``12-01 21:04`` before."""
+        if not ts:
+            return "-"
+        if time.localtime(ts)[:3] == time.localtime(self.now())[:3]:
+            return time.strftime("%H:%M:%S", time.localtime(ts))
+        return time.strftime("%m-%d %H:%M", time.localtime(ts))
+
     def seconds(self, start: float | None, end: float | None) -> float:
         if not start:
             return 0.0
@@ -73,6 +81,9 @@ class FrozenClock(Clock):
 
     def stamp(self, ts: float | None) -> str:
         return "01-01 12:00:00" if ts else "-"
+
+    def short(self, ts: float | None) -> str:
+        return "12:00:00" if ts else "-"
 
     def seconds(self, start: float | None, end: float | None) -> float:
         return 1.0 if start else 0.0
@@ -272,10 +283,12 @@ class Model:
     def journal(self) -> OwnerJournal:
         with self._lock:
             if self._journal is None or self._journal.closed:  # closed: stop_owner() in-process
-                from letitloop.journal._config import find_journal
-                from letitloop.journal.duckdb._client import open_journal
+                from letitloop.journal import open_journal
+                from letitloop.journal._config import find_location
 
-                self._journal = open_journal(find_journal(self._path))
+                # any backend (a DuckDB file's owner, or PostgreSQL): only the contract is used
+                found = open_journal(find_location(self._path))
+                self._journal = cast("OwnerJournal", found)
             return self._journal
 
     @property
@@ -294,7 +307,11 @@ class Model:
 
     def check(self) -> None:
         """One cheap round trip: raises while the journal cannot be reached."""
-        self.journal.stats()
+        journal = self.journal
+        if hasattr(journal, "stats"):
+            journal.stats()
+        else:
+            journal.list_runs(limit=1)
 
     # runs -------------------------------------------------------------------------------------
 
@@ -498,13 +515,15 @@ class Model:
     def result_text(detail: RunDetail) -> str | None:
         if detail.result is None:
             return None
+        from letitloop.journal._preview import preview
+
         codec, data = detail.result
         if codec == "json":
             try:
                 return json.dumps(json.loads(data), indent=2, ensure_ascii=False)
             except ValueError:
                 return None
-        return f"<{codec} value, {len(data)} bytes>"
+        return preview(codec, data)  # tagged values read like Python, never the envelope
 
     # effects in doubt -------------------------------------------------------------------------
 
@@ -550,8 +569,8 @@ class Model:
                 id=a.id,
                 run_id=a.run_id,
                 name=a.name,
-                created=self.clock.stamp(a.created),
-                deadline=self.clock.stamp(a.deadline) if a.deadline else "none",
+                created=self.clock.short(a.created),
+                deadline=self.clock.short(a.deadline) if a.deadline else "none",
                 payload=a.payload,
                 schema=a.schema,
                 editable=a.schema is not None,

@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Label
 from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._model import RUN_COLUMNS, SORT_KEYS, STATUSES, JournalChanged, RunRow
-from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, status_text
+from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, RowTable, status_text
 
 PAGE = 200  # runs added to the table at a time
 # Changed runs are read in full once their events pause for FULL_READ_QUIET seconds, and at
@@ -86,13 +86,14 @@ class RunActions:
             self.notify(f"{row.run_id} is {row.status}: nothing to cancel", severity="warning")
             return
 
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.run_write(_actions.cancel_run, row.run_id, _actions.who())
+        def done(comment: str | None) -> None:
+            if comment is not None:
+                self.run_write(_actions.cancel_run, row.run_id, _actions.who(), comment)
 
         question = (
             f"Cancel {row.run_id} ({row.status}, {row.steps} steps)?\n"
-            "A process executing it stops at its next step; it is not resumed until reset."
+            "A process executing it stops at its next step, and it is not resumed until it is "
+            "reset. This cannot be undone."
         )
         self.app.push_screen(ConfirmScreen(question), done)
 
@@ -101,15 +102,17 @@ class RunActions:
         if row is None:
             return
 
-        def done(yes: bool | None) -> None:
-            if yes:
+        def done(comment: str | None) -> None:
+            if comment is not None:
                 self.run_write(_actions.reset_run, row.run_id, _actions.who())
 
         question = (
             f"Reset {row.run_id} ({row.status}, {row.steps} steps)?\n"
-            "The next call runs every step again; the history stays in the journal."
+            "The next call runs every step again, side effects included; the history stays in "
+            "the journal. This cannot be undone."
         )
-        self.app.push_screen(ConfirmScreen(question), done)
+        # the journal's reset record has no comment field: no comment is asked for
+        self.app.push_screen(ConfirmScreen(question, comment=False), done)
 
 
 class RunsScreen(RunActions, JournalScreen):
@@ -144,7 +147,7 @@ class RunsScreen(RunActions, JournalScreen):
         with Horizontal(id="runs-bar"):
             yield Input(placeholder="filter by run id or workflow  (/)", id="filter")
             yield Label("", id="runs-state")
-        table: DataTable[Any] = DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Any] = RowTable(id="runs")
         for key, label in RUN_COLUMNS:
             table.add_column(label, key=key)
         yield table

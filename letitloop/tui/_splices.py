@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from letitloop.journal._contract import Proposal
 from letitloop.tui import _actions
 from letitloop.tui._model import JournalChanged
-from letitloop.tui._widgets import JournalScreen, PromptScreen, status_text
+from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, RowTable, status_text
 
 SPLICE_COLUMNS = (
     ("id", "id"),
@@ -67,7 +67,7 @@ class SplicesScreen(JournalScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="splices-main"):
-            table: DataTable[Any] = DataTable(id="splices", cursor_type="row", zebra_stripes=True)
+            table: DataTable[Any] = RowTable(id="splices")
             for key, label in SPLICE_COLUMNS:
                 table.add_column(label, key=key)
             yield table
@@ -142,8 +142,19 @@ class SplicesScreen(JournalScreen):
 
     def action_apply(self) -> None:
         p = self.selected()
-        if p is not None:
-            self.run_write(_actions.apply_splice, p.id, _actions.who())
+        if p is None:
+            return
+
+        def done(comment: str | None) -> None:
+            if comment is not None:
+                self.run_write(_actions.apply_splice, p.id, _actions.who(), comment)
+
+        question = (
+            f"Apply {p.id}: replace {p.target} in {shown_path(p.path)}?\n"
+            "The file is rewritten on disk now (only if the target is unchanged since it was "
+            "proposed); the journal keeps who applied it and your comment."
+        )
+        self.app.push_screen(ConfirmScreen(question), done)
 
     def action_reject(self) -> None:
         p = self.selected()

@@ -17,9 +17,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
 
 from letitloop.tui._model import STATUS_STYLE, JournalChanged, Model
 
@@ -150,29 +150,59 @@ class JournalScreen(Screen[None]):
         self.lil.ui(self.reload)
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """Yes or no, with the consequence spelled out."""
+class RowTable(DataTable[Any]):
+    """A table of rows where Home and End move the cursor to the first and the last row (a
+    plain ``DataTable`` scrolls sideways on them), as in every other list people use."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
+        Binding("home", "scroll_top", "First row", show=False),
+        Binding("end", "scroll_bottom", "Last row", show=False),
     ]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+
+
+class ConfirmScreen(ModalScreen["str | None"]):
+    """Ask before an irreversible action, with the consequence spelled out and, when the
+    decision is journaled with one, an optional comment.
+
+    Enter (or the Yes button) confirms and returns the comment (``""`` when none was typed);
+    Escape (or No) returns None. A comment field takes every letter typed, so y/n are not keys
+    here."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "answer(False)", "No"),
+        Binding("enter", "answer(True)", "Yes", show=False, priority=True),
+    ]
+
+    def __init__(self, question: str, *, comment: bool = True) -> None:
         super().__init__()
         self.question = question
+        self.with_comment = comment
 
     def compose(self) -> ComposeResult:
-        with Grid(id="confirm", classes="dialog"):
+        with Vertical(id="confirm", classes="dialog"):
             yield Label(self.question, id="question")
-            yield Button("Yes (y)", variant="error", id="yes")
-            yield Button("No (n)", variant="primary", id="no")
+            if self.with_comment:
+                yield Input(placeholder="comment (optional), kept with the decision", id="comment")
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (Enter)", variant="error", id="yes")
+                yield Button("No (Esc)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        if self.with_comment:
+            self.query_one("#comment", Input).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.action_answer(event.button.id == "yes")
 
     def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
+        if not answer:
+            self.dismiss(None)
+            return
+        comment = self.query_one("#comment", Input).value if self.with_comment else ""
+        self.dismiss(comment.strip())
 
 
 class PromptScreen(ModalScreen[str | None]):

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from tui_helpers import HERE, cell, in_doubt, plain, settle, until
 
 from letitloop import BudgetExceeded, DeadLetteredError
+from letitloop.journal._config import who
 from letitloop.journal.duckdb._client import open_journal
 from letitloop.splice import propose_splice
 from letitloop.tui._app import LilApp
@@ -34,6 +35,14 @@ async def test_resolve_an_effect_in_doubt(journal_path: Path, tmp_path: Path, ke
         assert table.row_count == 1
         assert cell(table, "shop.notify:order-1#1", "marker") == "send_email"
         await pilot.press(key)
+        assert isinstance(app.screen, ConfirmScreen)  # asks first, saying what it means
+        said = "it will never run again" if key == "d" else "happens twice"
+        assert said in app.screen.question
+        await pilot.press("escape")  # no: nothing is journaled
+        await settle(app, pilot)
+        assert table.row_count == 1
+        assert open_journal(journal_path).get_run("shop.notify:order-1").run.status != "completed"
+        await pilot.press(key, "enter")
         await until(pilot, lambda: table.row_count == 0)
     attempts = open_journal(journal_path).get_run("shop.notify:order-1").attempts
     marker = [a for a in attempts if a.kind == "marker"][-1]
@@ -65,10 +74,18 @@ async def test_apply_a_splice_proposal(journal_path: Path, tmp_path: Path) -> No
         diff = plain(screen.query_one("#diff", Static))
         assert "-    return x * 2" in diff and "+    return x * 3" in diff
         await pilot.press("a")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "replace price in" in app.screen.question
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert "return x * 2" in src.read_text()
+        await pilot.press("a", *"checked the rounding", "enter")
         await until(pilot, lambda: screen.query_one("#splices", DataTable).row_count == 0)
     assert "return x * 3" in src.read_text()
     (after,) = journal.proposals()
     assert after.id == p.id and after.state == "applied"
+    assert after.note == "checked the rounding"
+    assert after.decided_by == who()
 
 
 async def test_reject_a_splice_with_a_comment_and_show_a_conflict(
@@ -90,7 +107,7 @@ async def test_reject_a_splice_with_a_comment_and_show_a_conflict(
         assert isinstance(app.screen, PromptScreen)
         await pilot.press(*"too risky", "enter")
         await until(pilot, lambda: table.row_count == 1)  # the first one left the list
-        await pilot.press("a")  # the second one's target changed: a conflict
+        await pilot.press("a", "enter")  # the second one's target changed: a conflict
         await until(pilot, lambda: cell(table, second.id, "state") == "conflict")
         diff = plain(screen.query_one("#diff", Static))
         assert "CONFLICT" in diff and "+    return 2" in diff and "-    return 5" in diff
@@ -130,10 +147,10 @@ async def test_reset_asks_first_and_then_starts_the_run_over(journal_path: Path)
         await settle(app, pilot)
         await pilot.press("x")
         assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("n")  # no: nothing happens
+        await pilot.press("escape")  # no: nothing happens
         await settle(app, pilot)
         assert journal.get_run("etl.pipeline:p1").run.epoch == 0
-        await pilot.press("x", "y")
+        await pilot.press("x", "enter")
         table = app.screen.query_one("#runs", DataTable)
         await until(pilot, lambda: cell(table, "etl.pipeline:p1", "status") != "completed")
     run = journal.get_run("etl.pipeline:p1").run
@@ -209,13 +226,15 @@ async def test_cancel_asks_first_and_then_stops_the_run(
         await settle(app, pilot)
         await pilot.press("c")
         assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("n")
+        await pilot.press("escape")
         await settle(app, pilot)
         assert journal.get_run(run.run_id).run.status == "suspended"
-        await pilot.press("c", "y")
+        await pilot.press("c", *"runaway costs", "enter")
         table = app.screen.query_one("#runs", DataTable)
         await until(pilot, lambda: cell(table, run.run_id, "status") == "cancelled")
     info = journal.get_run(run.run_id).run
-    assert info.status == "cancelled" and "lil-tui" in info.error["message"]
+    assert info.status == "cancelled" and "runaway costs" in info.error["message"]
+    (cancel,) = [e for e in journal.events(run_id=run.run_id) if e.kind == "cancel"]
+    assert cancel.data["reason"] == "runaway costs" and cancel.data["by"] == who()
     with pytest.raises(RunCancelledError):
         wf.spend(4)

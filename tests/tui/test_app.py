@@ -16,6 +16,7 @@ from letitloop.journal.duckdb._client import OwnerJournal, stop_owner
 from letitloop.kernel._errors import JournalUnavailableError
 from letitloop.tui._app import LilApp
 from letitloop.tui._effects import EffectsScreen
+from letitloop.tui._help import HelpScreen
 from letitloop.tui._splices import SplicesScreen
 from tests.conftest import modules_after
 
@@ -27,9 +28,9 @@ async def test_help_panel_and_footer_show_the_bindings(journal_path: Path) -> No
         shown = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
         assert {"R", "t", "b", "x", "1", "2", "3", "4", "question_mark", "q"} <= shown
         await pilot.press("question_mark")
-        assert app.screen.query("HelpPanel")
+        assert isinstance(app.screen, HelpScreen)
         await pilot.press("question_mark")
-        assert not app.screen.query("HelpPanel")
+        assert not isinstance(app.screen, HelpScreen)
 
 
 async def test_command_palette_switches_screens(journal_path: Path) -> None:
