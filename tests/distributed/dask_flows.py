@@ -1,6 +1,9 @@
-"""A durable fan-out on a real Dask LocalCluster, run as a script by the kill tests.
+"""A durable fan-out on a real Dask cluster, run as a script by the kill tests.
 
     python dask_flows.py JOURNAL LOG N DELAY [MARKER_ITEM]
+
+JOURNAL is a DuckDB path or a postgresql:// URL; with LIL_TEST_SCHEDULER set, the items go to
+that scheduler's workers, else to a LocalCluster of 2 worker processes started here.
 
 Each item appends ``start i pid`` / ``done i pid`` (and ``effect i pid`` inside its marker) to
 LOG, so the test can tell which process ran what, and kill a worker or this orchestrator.
@@ -43,9 +46,12 @@ def main() -> None:
     journal, LOG, n, DELAY = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     MARKER_ITEM = int(sys.argv[5]) if len(sys.argv) > 5 else -1
 
+    address = os.environ.get("LIL_TEST_SCHEDULER")  # a running scheduler, else a LocalCluster
+
     @durable(journal=journal, name="dask_fan")
     def fan(n: int) -> int:
-        with DaskExecutor(n_workers=2, threads_per_worker=1) as ex:
+        cluster = DaskExecutor(address) if address else DaskExecutor(n_workers=2)
+        with cluster as ex:
             squares = step.map("square", work, range(n), on=ex)
         return step("total", sum, squares)
 

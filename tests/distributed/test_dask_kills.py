@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _kill_owner
+from tests.distributed.dask_helpers import busy_worker, lines
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -49,27 +50,15 @@ def _start(tmp: Path, delay: float, marker: int | None = None) -> subprocess.Pop
     )
 
 
-def _lines(tmp: Path) -> list[tuple[str, int, int]]:
-    log = tmp / "log.txt"
-    if not log.exists():
-        return []
-    out = []
-    for line in log.read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            out.append((parts[0], int(parts[1]), int(parts[2])))
-    return out
-
-
 def _wait(tmp: Path, what: str, count: int, proc: subprocess.Popen[str], limit: float = 90) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if sum(1 for w, _, _ in _lines(tmp) if w == what) >= count:
+        if sum(1 for w, _, _ in lines(tmp) if w == what) >= count:
             return
         if proc.poll() is not None:
             raise AssertionError(f"orchestrator exited early: {proc.communicate()}")
         time.sleep(0.05)
-    raise AssertionError(f"no {count} {what!r} lines within {limit} s: {_lines(tmp)}")
+    raise AssertionError(f"no {count} {what!r} lines within {limit} s: {lines(tmp)}")
 
 
 def _finish(proc: subprocess.Popen[str], limit: float = 120) -> tuple[int, str, str]:
@@ -88,7 +77,7 @@ def _killpg(proc: subprocess.Popen[str]) -> None:
 
 
 def _starts(tmp: Path) -> collections.Counter[int]:
-    return collections.Counter(i for w, i, _ in _lines(tmp) if w == "start")
+    return collections.Counter(i for w, i, _ in lines(tmp) if w == "start")
 
 
 EXPECTED = f"RESULT {sum(i * i for i in range(N))}"
@@ -97,11 +86,8 @@ EXPECTED = f"RESULT {sum(i * i for i in range(N))}"
 def test_a_killed_worker_reruns_only_its_item_elsewhere(lab: Path) -> None:
     proc = _start(lab, delay=0.25)
     _wait(lab, "done", 6, proc)
-    lines = _lines(lab)
-    done = {i for w, i, _ in lines if w == "done"}
-    inflight = [(i, pid) for w, i, pid in lines if w == "start" and i not in done]
-    assert inflight, lines
-    _, victim = inflight[-1]
+    done = {i for w, i, _ in lines(lab) if w == "done"}
+    victim = busy_worker(lab)
     os.kill(victim, signal.SIGKILL)
     rc, out, err = _finish(proc)
     assert rc == 0, err[-3000:]
@@ -110,7 +96,7 @@ def test_a_killed_worker_reruns_only_its_item_elsewhere(lab: Path) -> None:
     assert set(starts) == set(range(N))
     assert all(starts[i] == 1 for i in done), starts  # finished before the kill: never again
     assert sum(starts.values()) <= N + 1, starts  # one thread per worker: one item in flight
-    assert victim in {pid for _, _, pid in _lines(lab)}
+    assert victim in {pid for _, _, pid in lines(lab)}
 
 
 def test_a_killed_orchestrator_reattaches_and_submits_only_unfinished_items(lab: Path) -> None:
@@ -119,7 +105,7 @@ def test_a_killed_orchestrator_reattaches_and_submits_only_unfinished_items(lab:
     _killpg(first)  # the orchestrator and its whole LocalCluster
     first.wait(timeout=30)
     before = _starts(lab)
-    done_before = {i for w, i, _ in _lines(lab) if w == "done"}
+    done_before = {i for w, i, _ in lines(lab) if w == "done"}
     second = _start(lab, delay=0.2)
     rc, out, err = _finish(second)
     assert rc == 0, err[-3000:]
@@ -145,11 +131,11 @@ def test_a_killed_orchestrator_reattaches_and_submits_only_unfinished_items(lab:
 def test_a_marker_in_doubt_on_a_killed_worker_is_never_repeated(lab: Path) -> None:
     proc = _start(lab, delay=0.05, marker=3)
     _wait(lab, "effect", 1, proc)
-    pid = next(p for w, i, p in _lines(lab) if w == "effect" and i == 3)
+    pid = next(p for w, i, p in lines(lab) if w == "effect" and i == 3)
     os.kill(pid, signal.SIGKILL)
     rc, _, err = _finish(proc)
     assert rc != 0
     assert "InDoubtError" in err or "in doubt" in err, err[-3000:]
-    effects = [x for x in _lines(lab) if x[0] == "effect"]
+    effects = [x for x in lines(lab) if x[0] == "effect"]
     assert len(effects) == 1, effects
     assert _starts(lab)[3] == 2  # Dask ran it again elsewhere; the marker stopped it
