@@ -73,9 +73,9 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
 
     @property
     def journal(self) -> Journal:
-        """The journal, opened (and its owner started) on first use."""
+        """The journal (a DuckDB file's owner, or PostgreSQL), opened on first use."""
         if self._journal is None:
-            from letitloop.journal.duckdb._client import open_journal
+            from letitloop.journal import open_journal
 
             self._journal = open_journal(self._path)
         return self._journal

@@ -84,13 +84,20 @@ class JournalView:
 
         return find_journal(self.spec)
 
+    def _exists(self) -> bool:
+        """A DuckDB journal exists once a workflow wrote it; a PostgreSQL one is a server's."""
+        from letitloop.journal._config import find_location
+
+        found = find_location(self.spec)
+        return isinstance(found, str) or found.exists()
+
     @property
     def journal(self) -> Any:
         """The owner-backed journal, opened (and its owner started) on first use."""
         if self._journal is None:
-            from letitloop.journal.duckdb._client import open_journal
+            from letitloop.journal import open_journal
 
-            self._journal = open_journal(self.spec)
+            self._journal = open_journal(self.spec)  # a DuckDB file's owner, or PostgreSQL
         return self._journal
 
     @property
@@ -101,7 +108,7 @@ class JournalView:
         """Whether the journal exists (and is then subscribed to). Opening an editor must not
         create a journal: until a workflow has run, there is nothing to show."""
         if self._subscription is None:
-            if not self.path.exists():
+            if not self._exists():
                 return False
             self.start()
         return self._subscription is not None
@@ -109,7 +116,7 @@ class JournalView:
     def start(self) -> None:
         """Subscribe to the owner's pushed events, if the journal exists (blocking: call it
         from a thread)."""
-        if self._subscription is not None or not self.path.exists():
+        if self._subscription is not None or not self._exists():
             return
         try:
             self._subscription = self.journal.subscribe(self._pushed)

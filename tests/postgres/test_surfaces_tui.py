@@ -1,0 +1,65 @@
+"""lil-tui on a PostgreSQL journal follows a run that another process writes: each step shows
+up from pushed events (LISTEN/NOTIFY), well within a second of being journaled."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import ROOT
+from tests.postgres.surface_workflows import RUN_ID
+
+STEPS = 5
+
+
+async def test_lil_tui_follows_a_run_in_another_process_within_a_second(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "tui"))
+    from textual.widgets import DataTable
+    from tui_helpers import cell, settle, until
+
+    from letitloop.tui._app import LilApp
+
+    app = LilApp(pg_dsn)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(app, pilot)
+        assert app.model.location.startswith("postgresql://")
+        table = app.screen.query_one("#runs", DataTable)
+        assert table.row_count == 0
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "postgres" / "surface_workflows.py"),
+                pg_dsn,
+                str(tmp_path),
+                str(STEPS),
+            ],
+            cwd=ROOT,
+        )
+        latencies = []
+        try:
+            await until(pilot, lambda: RUN_ID in table.rows, timeout=60)
+            await until(pilot, lambda: cell(table, RUN_ID, "current") == "step_0")
+            for i in range(STEPS):
+                started = time.monotonic()
+                (tmp_path / f"go.{i}").touch()
+                if i < STEPS - 1:
+                    await until(
+                        pilot, lambda i=i: cell(table, RUN_ID, "current") == f"step_{i + 1}"
+                    )
+                else:
+                    await until(pilot, lambda: cell(table, RUN_ID, "status") == "completed")
+                latencies.append(time.monotonic() - started)
+                assert (tmp_path / f"done.{i}").exists()  # shown only once journaled
+        finally:
+            for i in range(STEPS):
+                (tmp_path / f"go.{i}").touch()
+            assert proc.wait(60) == 0
+        assert cell(table, RUN_ID, "steps") == f"{STEPS}/{STEPS}"
+    # each latency is: the gate seen (5 ms polls), the step journaled, NOTIFY, the TUI redrawn
+    assert statistics.median(latencies) < 1.0, latencies
+    assert max(latencies) < 3.0, latencies
