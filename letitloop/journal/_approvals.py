@@ -89,6 +89,11 @@ def check_payload(schema: dict[str, Any] | None, payload: Any, what: str) -> Non
             f"the approval's schema is not a valid JSON schema: {exc.message}",
             fix="pass a JSON schema (https://json-schema.org) as schema=, or none",
         ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{what} is nested too deeply to check against the approval's schema",
+            fix="send a flatter payload",
+        ) from None
 
 
 def ask(
@@ -218,6 +223,14 @@ def check_answer(entry: RunEntry, rec: Record) -> bool:
             run_id=entry.run_id,
             step=step["name"],
             position=rec["pos"],
+        )
+    if rec["payload"] is not None and req.get("schema"):
+        # the owner checks what `lil` checks: a client that skips it cannot slip a payload
+        # outside the schema to the run (the record's JSON already parsed in validate())
+        check_payload(
+            json.loads(req["schema"]),
+            json.loads(rec["payload"]),
+            f"the edited payload of approval {rec['id']} ({step['name']!r})",
         )
     deadline = req.get("deadline")
     late = deadline is not None and rec["ts"] > deadline and not rec["timeout"]
