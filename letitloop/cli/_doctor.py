@@ -96,22 +96,19 @@ def check_filesystem(directory: Path, mounts_file: str = "/proc/mounts") -> Chec
 
 
 def check_log(log_dir: Path) -> Check:
-    from letitloop.journal.duckdb._log import _frames
+    """Every frame of every segment (from the start: the fold watermark is the owner's to
+    check); a damaged frame other than a torn final one is corruption."""
+    from letitloop.journal.duckdb._log import SALVAGE_FIX, Log
 
+    if not log_dir.is_dir():
+        return Check("log segments", True, "no log yet")
     try:
         segments = sorted(p for p in log_dir.iterdir() if p.name.endswith(".wal"))
-        total = 0
-        for i, seg in enumerate(segments):
-            data = seg.read_bytes()
-            total += len(data)
-            intact = max((end for end, _ in _frames(data)), default=0)
-            if intact < len(data) and i < len(segments) - 1:
-                return Check(
-                    "log segments",
-                    False,
-                    f"{seg} is corrupt at byte {intact}, before later segments",
-                    "restore the journal from a backup",
-                )
+        total = sum(p.stat().st_size for p in segments)
+        scan = Log(log_dir).scan(min((int(p.name[:-4]) for p in segments), default=0))
+        if scan.damage:
+            more = f" (and {len(scan.damage) - 1} more)" if scan.damage[1:] else ""
+            return Check("log segments", False, scan.damage[0].describe() + more, SALVAGE_FIX)
     except OSError as exc:
         return Check(
             "log segments",
@@ -212,6 +209,28 @@ def _check_owner(path: Path, checks: list[Check]) -> str | None:
     return probe.journal_id
 
 
+def _salvage(as_json: bool) -> None:
+    """Run the salvage and say what it did (before the checks, which then see its result)."""
+    from letitloop.journal._config import JournalPaths, find_journal
+    from letitloop.journal.duckdb._salvage import salvage
+
+    report = salvage(JournalPaths(find_journal(journal_spec())))
+    if as_json:
+        return  # the checks that follow say whether the journal works now
+    if not report.damage:
+        out.say(out.text("salvage: the log is not damaged; nothing to do", "green"))
+        return
+    for place in report.damage:
+        out.say(out.text(f"salvage: damaged: {place}", "yellow"))
+    out.say(
+        out.text(
+            f"salvage: kept {report.kept} intact record(s) after the fold watermark "
+            f"{report.folded_lsn}; the damaged log is kept at {report.moved_to}",
+            "bold",
+        )
+    )
+
+
 @click.command("doctor")
 @json_option
 @journal_option
@@ -222,12 +241,20 @@ def _check_owner(path: Path, checks: list[Check]) -> str | None:
     help="Fold the records the owner set aside again (after an upgrade that can).",
 )
 @click.option(
+    "--salvage",
+    is_flag=True,
+    help="Keep every intact record of a damaged log (the damaged log is moved aside) and say "
+    "what was lost; run it with no process using the journal.",
+)
+@click.option(
     "--drop-quarantined",
     "drop_q",
     metavar="LSN|all",
     help="Forget a record the owner set aside (its log position), or all of them.",
 )
-def doctor_cmd(as_json: bool, retry_q: bool = False, drop_q: str | None = None) -> None:
+def doctor_cmd(
+    as_json: bool, retry_q: bool = False, drop_q: str | None = None, salvage: bool = False
+) -> None:
     """Check that the journal can work here; exit 1 if any check fails.
 
     Checks: which journal path is used and why, its directory is writable and on a local file
@@ -237,7 +264,10 @@ def doctor_cmd(as_json: bool, retry_q: bool = False, drop_q: str | None = None) 
     \b
     Example:
         lil journal doctor
+        lil journal doctor --salvage
     """
+    if salvage:
+        _salvage(as_json)
     if retry_q or drop_q:
         from letitloop.cli import _quarantine
         from letitloop.journal._config import find_journal

@@ -4,8 +4,12 @@ A DuckDB commit costs several times a bare fsync, so the owner acknowledges a wr
 record is in this log (one ``fdatasync`` per batch of concurrent writers: group commit) and
 folds records into DuckDB in the background. The log is a directory of segment files named
 after the position (LSN, a global byte offset) of their first byte. Each frame is
-``<u32 length><u32 crc32(length bytes + payload)><payload>``; a short or corrupt frame at the
-end of the last segment is a torn write that was never acknowledged, and is cut off.
+``<u32 length><u32 crc32(length bytes + payload)><payload>``. Only a damaged *final* frame of
+the last segment is a torn write (never acknowledged), and is cut off. A damaged frame with an
+intact one after it is corruption: acknowledged records follow it, so recovery refuses to
+serve, naming the segment and offset, and ``lil journal doctor --salvage`` keeps every intact
+record. DuckDB's fold watermark (``folded_lsn``) is checked against the log too: a log that
+ends before it, or starts after it, lost a directory or segment after a crash.
 
 Segments are opened with ``O_DSYNC``: each ``write()`` returns once its data is durable, which
 is one system call where ``write`` + ``fdatasync`` would be two (system calls are the larger
@@ -16,9 +20,11 @@ batches what need not be durable yet (see ``Owner._commit``).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from letitloop.kernel._errors import JournalError
@@ -26,6 +32,34 @@ from letitloop.kernel._errors import JournalError
 HEADER = struct.Struct("<II")
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC
 SEGMENT_BYTES = 8 << 20  # folded segments are deleted whole: small ones keep the log small
+SALVAGE_FIX = (
+    "stop every process using this journal, then run `lil journal doctor --salvage`: it keeps "
+    "every intact record, moves the damaged log aside and says what was lost; or restore the "
+    "journal from a backup"
+)
+
+
+@dataclass
+class Damage:
+    """Something wrong with the log that cutting a torn tail cannot explain."""
+
+    segment: Path
+    offset: int  # byte offset in that segment
+    what: str
+
+    def describe(self) -> str:
+        return f"{self.segment} at byte {self.offset}: {self.what}"
+
+
+@dataclass
+class Scan:
+    """What a log holds after ``folded_lsn``: intact records, a torn tail, and any damage."""
+
+    records: list[tuple[int, bytes]] = field(default_factory=list)  # (end lsn, payload)
+    torn: tuple[Path, int] | None = None  # the last segment's torn final frame starts here
+    damage: list[Damage] = field(default_factory=list)
+    segments: list[int] = field(default_factory=list)
+    end: int = 0  # the log's end lsn once the torn tail is cut
 
 
 def frame(payload: bytes) -> bytes:
@@ -51,34 +85,97 @@ class Log:
     def _name(self, start: int) -> Path:
         return self.path / f"{start:020d}.wal"
 
-    def recover(self, folded_lsn: int) -> tuple[list[tuple[int, bytes]], int]:
-        """Payloads after ``folded_lsn`` as (end lsn, payload), torn tail cut; open for appends."""
-        segs = self.segments() or [folded_lsn]
-        out: list[tuple[int, bytes]] = []
-        torn = 0
-        pos = 0
+    def scan(self, folded_lsn: int) -> Scan:
+        """Read every segment after ``folded_lsn`` without changing anything (see ``Scan``)."""
+        result = Scan(segments=self.segments())
+        segs = result.segments
+        if not segs:
+            if folded_lsn > 0:
+                result.damage.append(
+                    Damage(
+                        self.path, 0, f"the log is gone, but DuckDB folded it up to {folded_lsn}"
+                    )
+                )
+            result.end = folded_lsn
+            return result
+        if segs[0] > folded_lsn:
+            result.damage.append(
+                Damage(
+                    self._name(segs[0]),
+                    0,
+                    f"the log starts at {segs[0]}, after what DuckDB folded ({folded_lsn}): "
+                    "a segment was deleted",
+                )
+            )
         for i, start in enumerate(segs):
-            with open(self._name(start), "ab+") as f:  # "ab+" also creates the first segment
-                end = f.seek(0, 2)
-                pos = min(max(folded_lsn - start, 0), end)
+            last = i == len(segs) - 1
+            with open(self._name(start), "rb") as f:
+                size = f.seek(0, 2)
+                pos = min(max(folded_lsn - start, 0), size)
                 f.seek(pos)
                 data = f.read()
-            ok_until = 0
-            for off, payload in _frames(data):
-                out.append((start + pos + off, payload))
-                ok_until = off
-            if ok_until < len(data):
-                if i != len(segs) - 1:
-                    raise JournalError(
-                        f"journal log segment {self._name(start)} is corrupt at byte "
-                        f"{pos + ok_until}, before later segments",
-                        fix="restore the journal from a backup, or run `lil journal doctor` to "
-                        "see what can be salvaged",
+            nxt = segs[i + 1] if not last else None
+            if nxt is not None and start + size != nxt:
+                result.damage.append(
+                    Damage(
+                        self._name(start),
+                        size,
+                        f"the segment ends at lsn {start + size}, the next starts at {nxt}",
                     )
-                os.truncate(self._name(start), pos + ok_until)
-                torn += 1
-            pos += ok_until
-        self.start, self.size = segs[-1], pos
+                )
+            if last and start + size < folded_lsn:
+                result.damage.append(
+                    Damage(
+                        self._name(start),
+                        size,
+                        f"the segment was cut short: it ends at lsn {start + size}, but DuckDB "
+                        f"folded records up to {folded_lsn}",
+                    )
+                )
+            records, bad, tail = _walk(data)
+            result.records += [(start + pos + end, payload) for end, payload in records]
+            for off in bad:
+                result.damage.append(
+                    Damage(
+                        self._name(start), pos + off, "a damaged record with intact ones after it"
+                    )
+                )
+            if tail is not None and not last:
+                result.damage.append(
+                    Damage(self._name(start), pos + tail, "a damaged record before later segments")
+                )
+            elif tail is not None:  # a damaged final frame: a write torn by a crash
+                result.torn = (self._name(start), pos + tail)
+            if last:
+                result.end = start + pos + (tail if tail is not None else len(data))
+        return result
+
+    def recover(self, folded_lsn: int) -> tuple[list[tuple[int, bytes]], int]:
+        """Payloads after ``folded_lsn`` as (end lsn, payload), torn tail cut; open for appends.
+
+        Raises ``JournalError`` naming the segment and offset on corruption or a lost segment:
+        serving would silently drop acknowledged records (their steps would run again).
+        """
+        scan = self.scan(folded_lsn)
+        if scan.damage:
+            first = scan.damage[0]
+            more = f" (and {len(scan.damage) - 1} more problem(s))" if scan.damage[1:] else ""
+            raise JournalError(
+                f"the journal's log is damaged: {first.describe()}{more}; the owner will not "
+                "serve it, since acknowledged records would be lost",
+                fix=SALVAGE_FIX,
+            )
+        torn = 0
+        if scan.torn is not None:
+            os.truncate(scan.torn[0], scan.torn[1])
+            torn = 1
+        if not scan.segments:
+            with open(self._name(folded_lsn), "ab"):  # the first segment of a new log
+                pass
+            scan.segments = [folded_lsn]
+        self.start = scan.segments[-1]
+        self.size = os.path.getsize(self._name(self.start))
+        out = scan.records
         self.fd = os.open(self._name(self.start), _APPEND_FLAGS)
         os.fsync(self.fd)  # a truncation must be durable before new appends
         _fsync_dir(self.path)
@@ -130,7 +227,53 @@ class Log:
 
 def _frames(data: bytes) -> Iterator[tuple[int, bytes]]:
     """Yield (end offset, payload) of each intact frame; stop at the first bad one."""
+    return _frames_from(data, 0)
+
+
+def _intact_at(data: bytes, off: int) -> bool:
+    if off + HEADER.size > len(data):
+        return False
+    n, crc = HEADER.unpack_from(data, off)
+    if off + HEADER.size + n > len(data):
+        return False
+    body = data[off + HEADER.size : off + HEADER.size + n]
+    return bool(zlib.crc32(body, zlib.crc32(data[off : off + 4])) == crc)
+
+
+# a record's payload is a msgpack map: the byte after a frame's header is one of these
+_CANDIDATE = re.compile(rb"(?s)(?=.{8}[\x80-\x8f\xde\xdf])")
+
+
+def _next_intact(data: bytes, start: int) -> int | None:
+    """The offset of the first intact frame at or after ``start`` (searched only after damage;
+    the regular expression finds candidate offsets without a Python loop per byte)."""
+    for m in _CANDIDATE.finditer(data, start):
+        if _intact_at(data, m.start()):
+            return m.start()
+    return None
+
+
+def _walk(data: bytes) -> tuple[list[tuple[int, bytes]], list[int], int | None]:
+    """Every intact frame of a segment's bytes, with the offsets of damaged frames that have an
+    intact frame after them, and the offset of a damaged final frame (None if there is none)."""
+    records: list[tuple[int, bytes]] = []
+    bad: list[int] = []
     off = 0
+    while True:
+        for end, payload in _frames_from(data, off):
+            records.append((end, payload))
+            off = end
+        if off >= len(data):
+            return records, bad, None
+        later = _next_intact(data, off + 1)
+        if later is None:
+            return records, bad, off
+        bad.append(off)
+        off = later
+
+
+def _frames_from(data: bytes, off: int) -> Iterator[tuple[int, bytes]]:
+    """Yield (end offset, payload) of each intact frame from ``off``; stop at the first bad one."""
     while off + HEADER.size <= len(data):
         n, crc = HEADER.unpack_from(data, off)
         body = data[off + HEADER.size : off + HEADER.size + n]

@@ -54,7 +54,8 @@ from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedErro
 if TYPE_CHECKING:
     from letitloop.journal.duckdb._store import Store
 
-FOLD_DELAY = 0.02
+# how long acknowledged records may wait for the database thread (every read folds first)
+FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 0.02)
 # runs kept in memory; older idle ones are reloaded from DuckDB when touched again
 MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
 HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
