@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from letitloop.journal._maps import item_key
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import current_run, require_run
-from letitloop.kernel._errors import ConfigError, MapItemError
+from letitloop.kernel._errors import BudgetExceeded, ConfigError, MapItemError
 from letitloop.kernel._policy import STEP_KEYWORDS, StepOptions
 
 if TYPE_CHECKING:
@@ -89,14 +90,33 @@ class ItemCall:
         )
         args = (self.name, self.fn, dict(self.policies), self.item)
         inv = _Invocation(opts, _item_body, args, {}, self.workflow)
-        inv.lazy_done = True  # the item's step is durable: a replay completes the run again
-        return _run_sync(inv, self.parent)
+        # TODO(lead): lazy_done=True (the item's step is durable: a replay completes the run
+        # again) halves the round trips; the Postgres backend drops that unwaited record today
+        inv.lazy_done = False
+        _spent.cost = (0, 0)
+        value = _run_sync(inv, self.parent)
+        return ItemOutcome(value, *_spent.cost)
+
+
+class ItemOutcome(NamedTuple):
+    """What an item's call hands back: its result and what its run spent doing it."""
+
+    value: Any
+    usd_micros: int
+    tokens: int
+
+
+_spent = threading.local()  # the cost of the item run that just finished on this thread
 
 
 def _item_body(name: str, fn: Callable[..., Any], policies: dict[str, Any], item: Any) -> Any:
     from letitloop.kernel._runtime import step
 
-    return step(name, fn, item, **policies)
+    value = step(name, fn, item, **policies)
+    ctx = current_run.get()
+    if ctx is not None:
+        _spent.cost = (ctx.spent_micros, ctx.spent_tokens)
+    return value
 
 
 def map_step(
@@ -201,6 +221,7 @@ def _fan_out(
         for i, v in enumerate(values)
     ]
     results: list[Any] = [None] * len(calls)
+    ledger = _Ledger(ctx, name, step_var, policies.get("estimate") or 0.0)
     todo = _finished(ctx, calls, results)
     if len(todo) < len(calls):
         _log().info(
@@ -221,11 +242,52 @@ def _fan_out(
 
     update(0, 0, 0)
     try:
-        _submit_all(executor, calls, todo, results, max_in_flight or len(calls) or 1, update)
+        window = max_in_flight or len(calls) or 1
+        _submit_all(executor, calls, todo, results, window, update, ledger)
     finally:
+        ledger.close()
         if on is None:
             executor.close()
     return results
+
+
+class _Ledger:
+    """The map's cost against its run's budget: each item's estimate is held before it is
+    submitted (the map suspends with ``BudgetExceeded`` instead of passing the budget), held
+    items keep at least what they really cost until the map ends, and the sum of what the items
+    run by this attempt cost becomes the attempt's journaled cost, so the run's total and budget
+    count every item once (items replayed from the journal were counted by the attempt that ran
+    them; one whose attempt was killed before it journaled is counted in its child run only)."""
+
+    def __init__(self, ctx: RunContext, name: str, position: int, estimate: float) -> None:
+        self.ctx, self.name, self.position, self.estimate = ctx, name, position, estimate
+        self.held = 0  # micro-dollars reserved in the run's context for this map
+        self.usd_micros = self.tokens = 0
+
+    def hold(self, index: int) -> int:
+        """Reserve one item's estimate, or suspend the run (``BudgetExceeded``)."""
+        held = self.ctx.reserve(self.estimate, f"{self.name}[{index}]", self.position)
+        self.held += held
+        return held
+
+    def spent(self, held: int, usd_micros: int, tokens: int) -> None:
+        """An item run by this attempt finished (or failed) having cost this much."""
+        self.usd_micros += usd_micros
+        self.tokens += tokens
+        extra = max(0, usd_micros - held)
+        if extra and self.ctx.budget is not None:
+            self.ctx.reserved_micros += extra  # counted against the budget until the map ends
+            self.held += extra
+
+    def close(self) -> None:
+        from letitloop.kernel import _cost
+
+        self.ctx.settle(self.held, None)
+        self.held = 0
+        current = _cost._current.get()
+        if current is not None and (self.usd_micros or self.tokens):
+            current["usd_micros"] += self.usd_micros  # the map step's cost: its items' sum
+            current["in"] += self.tokens
 
 
 def _log() -> logging.Logger:
@@ -283,29 +345,45 @@ def _submit_all(
     results: list[Any],
     window: int,
     update: Callable[[int, int, int], None],
+    ledger: _Ledger,
 ) -> None:
-    pending: dict[Future[Any], int] = {}
+    pending: dict[Future[Any], tuple[int, int]] = {}
     queue = list(reversed(todo))
     failures: dict[int, BaseException] = {}
+    stopped: BudgetExceeded | None = None
     done = 0
     while queue or pending:
-        while queue and len(pending) < window:
-            i = queue.pop()
-            pending[executor.submit(calls[i])] = i
+        while queue and len(pending) < window and stopped is None:
+            i = queue[-1]
+            try:
+                held = ledger.hold(i)
+            except BudgetExceeded as over:
+                stopped = over  # nothing new starts; the items in flight finish and count
+                queue.clear()
+                break
+            queue.pop()
+            pending[executor.submit(calls[i])] = (i, held)
+        if not pending:
+            break
         finished, _ = wait(list(pending), timeout=1.0, return_when=FIRST_COMPLETED)
         for fut in finished:
-            i = pending.pop(fut)
+            i, held = pending.pop(fut)
             exc = fut.exception()
             if exc is not None:
                 failures[i] = exc
                 queue.clear()  # nothing new starts; items in flight still land in the journal
+                ledger.spent(held, 0, 0)
             else:
-                results[i] = fut.result()
+                outcome = fut.result()
+                results[i] = outcome.value
+                ledger.spent(held, outcome.usd_micros, outcome.tokens)
                 done += 1
         if finished:
             update(done, len(pending), len(failures))
         else:
             time.sleep(0)  # let the executor's callbacks run
+    if stopped is not None and not failures:
+        raise stopped
     if failures:
         first = min(failures)
         exc = failures[first]

@@ -212,3 +212,32 @@ def test_a_progress_view_sees_done_running_failed_and_replayed(any_journal: Any)
         map_observer_var.reset(token)
     assert seen[0].replayed == seen[0].done >= 4  # the first view already counts the journal
     assert (seen[-1].done, seen[-1].failed, seen[-1].dashboard) == (6, 0, None)
+
+
+def test_a_budget_stop_suspends_the_map_and_a_raised_budget_continues_it(any_journal: Any) -> None:
+    from letitloop import Budget, BudgetExceeded, record_cost
+
+    calls = Calls()
+
+    def priced(i: int) -> int:
+        calls.record(i)
+        record_cost(0.01)
+        return i
+
+    @durable(journal=any_journal, name="budgeted", budget=Budget(usd=0.035))
+    def fan() -> list[int]:
+        return step.map("priced", priced, range(6), max_in_flight=1, estimate=0.01)
+
+    with pytest.raises(BudgetExceeded) as err:
+        fan()
+    assert "priced[3]" in str(err.value)  # the first item whose estimate would pass the budget
+    assert sorted(calls.seen) == [0, 1, 2]
+    run = next(r for r in any_journal.list_runs(limit=50) if r.workflow == "budgeted")
+    assert run.status == "suspended"
+
+    any_journal.set_budget(run.run_id, "tester", usd_micros=1_000_000)
+    assert fan() == list(range(6))
+    assert sorted(calls.seen) == list(range(6))  # items 0-2 replayed, 3-5 ran once
+    total = next(r for r in any_journal.list_runs(limit=50) if r.workflow == "budgeted")
+    assert total.status == "completed"
+    assert total.cost_micros == 60_000  # the map step's cost is its items' sum
