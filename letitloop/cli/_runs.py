@@ -102,7 +102,7 @@ def show_cmd(run: str, with_traceback: bool, as_json: bool) -> None:
 
 
 def result_preview(detail: RunDetail) -> str | None:
-    from letitloop.kernel._codec import preview
+    from letitloop.journal._preview import preview
 
     return preview(*detail.result) if detail.result else None
 
@@ -125,6 +125,17 @@ def show_detail(detail: RunDetail, with_traceback: bool = False) -> None:
         ("created", out.stamp(r.created)),
         ("updated", out.stamp(r.updated)),
     ]
+    if r.active_seconds is not None:  # the sum of its tries, not the time since created
+        rows.append(("ran for", out.duration(r.active_seconds)))
+    if r.cost_micros or r.budget:
+        rows.append(("cost", f"${r.cost_micros / 1e6:.6f} ({r.tokens} tokens)"))
+    if r.budget:
+        usd, tokens = r.budget
+        limits = [
+            f"${usd / 1e6:.6f}" if usd is not None else "",
+            f"{tokens} tokens" if tokens else "",
+        ]
+        rows.append(("budget", ", ".join(x for x in limits if x)))
     if r.current_step:
         rows.append(("current step", r.current_step))
     if r.holder:

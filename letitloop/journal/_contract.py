@@ -80,6 +80,10 @@ class RunInfo(NamedTuple):
     cost_micros: int = 0  # spent by every attempt of the current epoch, in millionths of a USD
     tokens: int = 0
     saved_micros: int = 0  # what cache hits saved
+    # seconds the run executed: the sum of its tries (start to its process's last record), not
+    # the time since it was created; None when the backend cannot tell
+    active_seconds: float | None = None
+    budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens) limits
 
 
 class AttemptInfo(NamedTuple):

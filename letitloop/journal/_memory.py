@@ -110,6 +110,8 @@ def entry_info(entry: RunEntry) -> RunInfo:
         cost_micros=entry.cost_micros,
         tokens=entry.tokens,
         saved_micros=entry.saved_micros,
+        active_seconds=entry.active_seconds(),
+        budget=entry.budget,
     )
 
 

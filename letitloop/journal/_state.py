@@ -23,6 +23,8 @@ from letitloop.kernel._errors import (
 )
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
+# records a run's own process writes: the newest one is where its current try has got to
+_ACTIVE = frozenset({"step", "ok", "err", "rewind", "done", "fail", "suspend"})
 
 
 class RunEntry:
@@ -58,6 +60,9 @@ class RunEntry:
         self.tokens = 0
         self.saved_micros = 0  # what cache hits saved
         self.budget: tuple[int | None, int | None] | None = None  # (micro-USD, tokens) journaled
+        self.busy = 0.0  # seconds the finished tries of this epoch executed
+        self.try_started: float | None = None  # the current try: its start and its process's
+        self.last_active: float | None = None  # newest record
 
     def wire(self) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""
@@ -76,6 +81,11 @@ class RunEntry:
             "budget": list(self.budget) if self.budget else None,
             "args": self.args,
         }
+
+    def active_seconds(self) -> float:
+        """How long the run executed: the sum of its tries, not the time since it was created."""
+        current = (self.last_active or 0.0) - (self.try_started or 0.0)
+        return self.busy + max(current, 0.0)
 
     def steps_done(self) -> int:
         return sum(1 for s in self.steps.values() if s["status"] == "completed")
@@ -353,13 +363,18 @@ class JournalState:
         if entry is None:
             entry = self.runs[run_id] = RunEntry(run_id, rec["wf"], rec["key"], rec["ts"])
         entry.updated = rec["ts"]
+        if k in _ACTIVE:  # written by the run's own process: its current try got this far
+            entry.last_active = max(entry.last_active or 0.0, rec["ts"])
         if k == "reset":
+            entry.busy, entry.try_started, entry.last_active = 0.0, None, None
             entry.epoch, entry.steps, entry.keys = rec["epoch"], {}, set()
             entry.status, entry.tries, entry.result, entry.error = "reset", 0, None, None
             entry.current, entry.cost_micros, entry.tokens, entry.saved_micros = None, 0, 0, 0
             return
         entry.keys.add(natural_key(rec))
         if k == "run":
+            entry.busy = entry.active_seconds()  # the try before this one ended
+            entry.try_started = entry.last_active = rec["ts"]
             entry.tries = max(entry.tries, rec["try"])
             entry.status, entry.error = "running", None
             entry.args, entry.entry, entry.parent = rec["args"], rec["entry"], rec["parent"]

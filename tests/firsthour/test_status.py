@@ -36,3 +36,59 @@ def test_updated_moves_with_every_step_while_the_run_goes_on(any_journal: Any) -
     finally:
         go_on.set()
         worker.join(30)
+
+
+def test_a_runs_duration_is_the_sum_of_its_tries_not_the_time_since_creation(
+    any_journal: Any,
+) -> None:
+    from letitloop import Suspended, suspend
+
+    @durable(journal=any_journal, name="paused", run_id="p1")
+    def paused() -> int:
+        step("one", lambda: time.sleep(0.05) or 1)
+        suspend("waiting for data")
+        step("two", lambda: time.sleep(0.05) or 2)
+        return 3
+
+    try:
+        paused()
+    except Suspended:
+        pass
+    time.sleep(1.2)  # nobody executes the run meanwhile
+    assert paused() == 3
+    [info] = any_journal.list_runs(workflow="paused")
+    assert info.updated - info.created > 1.2
+    assert info.active_seconds is not None and 0.1 <= info.active_seconds < 0.8
+    assert any_journal.get_run("paused:p1").run.active_seconds == info.active_seconds
+
+
+def test_budgets_show_in_the_run_listing_and_detail(any_journal: Any) -> None:
+    @durable(journal=any_journal, name="b", run_id="b1")
+    def flow() -> int:
+        return step("one", lambda: 1)
+
+    flow()
+    assert any_journal.get_run("b:b1").run.budget is None
+    any_journal.set_budget("b:b1", "ana", usd_micros=2_500_000, tokens=900)
+    assert any_journal.get_run("b:b1").run.budget == (2_500_000, 900)
+    assert any_journal.list_runs(workflow="b")[0].budget == (2_500_000, 900)
+
+
+def test_lil_runs_show_gives_the_run_time_and_the_budget(journal_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from letitloop.cli import lil
+    from letitloop.journal.duckdb._client import open_journal
+
+    journal = open_journal(journal_path)
+
+    @durable(journal=journal, name="b", run_id="b1")
+    def flow() -> int:
+        return step("one", lambda: 1)
+
+    flow()
+    journal.set_budget("b:b1", "ana", usd_micros=2_500_000, tokens=900)
+    result = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "show", "b1"])
+    assert result.exit_code == 0, result.output
+    assert "ran for" in result.stdout
+    assert "$2.500000, 900 tokens" in result.stdout

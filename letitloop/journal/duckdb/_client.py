@@ -697,6 +697,8 @@ def _run_info(r: dict[str, Any]) -> RunInfo:
         cost_micros=r.get("cost") or 0,
         tokens=r.get("tokens") or 0,
         saved_micros=r.get("saved") or 0,
+        active_seconds=r.get("active"),
+        budget=(r["budget"][0], r["budget"][1]) if r.get("budget") else None,
     )
 
 

@@ -77,6 +77,9 @@ CREATE TABLE IF NOT EXISTS approvals(
   status VARCHAR NOT NULL, decided_by VARCHAR, decided_at DOUBLE, comment VARCHAR, edited JSON,
   timed_out BOOLEAN NOT NULL DEFAULT false);
 ALTER TABLE steps ADD COLUMN IF NOT EXISTS shown VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS busy DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS try_started DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_active DOUBLE;
 """
 
 _STEP_COLS = (
@@ -102,6 +105,8 @@ _INSERT_EVENTS = (
     " ON CONFLICT DO NOTHING"
 )
 _BATCH = 5000
+# records a run's own process writes: the newest one is where its current try has got to
+_ACTIVE = frozenset({"step", "ok", "err", "rewind", "done", "fail", "suspend"})
 
 
 SQL_ROWS = 10_000  # rows ``lil journal sql`` returns at most (it says when it stopped)
@@ -311,10 +316,15 @@ class Store:
                         steps.append(rec)
                 self._fold_steps(steps)
                 self.lg.fold([r for _, r in part if r["k"] in CHECKPOINT_KINDS])
+                active: dict[str, float] = {}  # the newest record its process wrote, by run
                 for _, rec in part:
+                    if rec["k"] in _ACTIVE and rec["run"]:
+                        active[rec["run"]] = max(active.get(rec["run"], 0.0), rec["ts"])
                     if "pos" not in rec:
+                        if rec["k"] == "run" and rec["run"] in active:  # the try before it
+                            self._touch_runs([], {rec["run"]: active.pop(rec["run"])})
                         self._fold_run(rec)
-                self._touch_runs(part)
+                self._touch_runs(part, active)
                 if advance:
                     self.db.execute(
                         "UPDATE fold_state SET folded_lsn = greatest(folded_lsn, ?)",
@@ -327,19 +337,21 @@ class Store:
             if advance:
                 self.folded_lsn = max(self.folded_lsn, part[-1][0])
 
-    def _touch_runs(self, part: Sequence[tuple[int, Record]]) -> None:
-        """A run's ``updated`` moves with every step record, not only with its header's."""
+    def _touch_runs(self, part: Sequence[tuple[int, Record]], active: dict[str, float]) -> None:
+        """A run's ``updated`` moves with every step record, not only with its header's; its
+        ``last_active`` with what its own process wrote (the end of its current try)."""
         latest: dict[str, float] = {}
         for _, rec in part:
             if "pos" in rec and rec["run"]:
                 latest[rec["run"]] = max(latest.get(rec["run"], 0.0), rec["ts"])
-        if latest:
-            self.db.execute(
-                "UPDATE runs SET updated = greatest(runs.updated, t.ts) FROM (SELECT "
-                "unnest($1::VARCHAR[]) AS run_id, unnest($2::DOUBLE[]) AS ts) t "
-                "WHERE runs.run_id = t.run_id",
-                [list(latest), list(latest.values())],
-            )
+        for column, times in (("updated", latest), ("last_active", active)):
+            if times:
+                self.db.execute(
+                    f"UPDATE runs SET {column} = greatest(runs.{column}, t.ts) FROM (SELECT "
+                    "unnest($1::VARCHAR[]) AS run_id, unnest($2::DOUBLE[]) AS ts) t "
+                    "WHERE runs.run_id = t.run_id",
+                    [list(times), list(times.values())],
+                )
 
     def _fold_events(self, part: Sequence[tuple[int, Record]]) -> None:
         cols: list[list[Any]] = [[] for _ in _EVENT_COLS]
@@ -437,14 +449,19 @@ class Store:
         if k == "run":
             args = rec.get("args") or [None, None]
             self.db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, NULL, NULL,"
-                " NULL, ?, NULL, NULL) ON CONFLICT DO UPDATE SET epoch = excluded.epoch, "
+                "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, "
+                "updated, args_codec, args, entry, parent, started_by, busy, try_started, "
+                "last_active) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) "
+                "ON CONFLICT DO UPDATE SET epoch = excluded.epoch, "
                 "status = 'running', tries = greatest(runs.tries, excluded.tries), "
                 "updated = excluded.updated, "
                 "args_codec = excluded.args_codec, args = excluded.args, entry = excluded.entry,"
-                " parent = excluded.parent, error = NULL, started_by = excluded.started_by",
+                " parent = excluded.parent, error = NULL, started_by = excluded.started_by, "
+                # a run's duration is the sum of its tries: the one that ends here is added
+                "busy = coalesce(runs.busy, 0) + coalesce(runs.last_active - runs.try_started, 0),"
+                " try_started = excluded.try_started, last_active = excluded.last_active",
                 [run_id, rec["wf"], rec["key"], rec["epoch"], rec["try"], ts, ts, args[0]]
-                + [args[1], rec["entry"], rec["parent"], rec["by"]],
+                + [args[1], rec["entry"], rec["parent"], rec["by"], ts, ts],
             )
         elif k == "done":
             self.db.execute(
@@ -501,7 +518,8 @@ class Store:
         elif k == "reset":
             self.db.execute(
                 "UPDATE runs SET status = 'reset', epoch = ?, tries = 0, result = NULL, "
-                "result_codec = NULL, error = NULL, updated = ? WHERE run_id = ?",
+                "result_codec = NULL, error = NULL, updated = ?, busy = 0, try_started = NULL, "
+                "last_active = NULL WHERE run_id = ?",
                 [rec["epoch"], ts, run_id],
             )
             self.db.execute(
@@ -625,7 +643,8 @@ class Store:
         rows = self.db.execute(
             "WITH r AS (SELECT run_id, workflow, run_key, status, CASE WHEN status = 'running' "
             "AND NOT list_contains($held, run_id) THEN 'interrupted' ELSE status END AS st, "
-            "epoch, tries, created, updated, parent, error FROM runs "
+            "epoch, tries, created, updated, parent, error, budget_micros, budget_tokens, "
+            "coalesce(busy, 0) + coalesce(last_active - try_started, 0) AS active FROM runs "
             "WHERE ($run IS NULL OR run_id = $run) AND ($workflow IS NULL OR workflow = "
             "$workflow) AND ($status IS NULL OR st = $status) ORDER BY updated DESC LIMIT $limit),"
             " agg AS (SELECT s.run_id, count(DISTINCT s.position) FILTER (WHERE s.status = "
@@ -637,18 +656,21 @@ class Store:
             "SELECT r.run_id, r.workflow, r.run_key, r.st, r.epoch, r.tries, r.created, "
             "r.updated, r.parent, r.error, coalesce(agg.done, 0), coalesce(agg.cost, 0), "
             "coalesce(agg.tokens, 0), coalesce(agg.saved, 0), CASE WHEN r.status = 'running' "
-            "THEN agg.current END FROM r LEFT JOIN agg ON agg.run_id = r.run_id "
+            "THEN agg.current END, r.active, r.budget_micros, r.budget_tokens "
+            "FROM r LEFT JOIN agg ON agg.run_id = r.run_id "
             "ORDER BY r.updated DESC",
             {"held": held, "status": status, "workflow": workflow, "limit": limit, "run": run_id},
         ).fetchall()
         names = (
             "run wf key status epoch try created updated parent error done cost tokens saved "
-            "current"
+            "current active budget_usd budget_tokens"
         ).split()
         out = []
         for row in rows:
             item = dict(zip(names, row, strict=True))
             item["error"] = json.loads(item["error"]) if item["error"] else None
+            usd, tokens = item.pop("budget_usd"), item.pop("budget_tokens")
+            item["budget"] = [usd, tokens] if usd is not None or tokens is not None else None
             out.append(item)
         return out
 
