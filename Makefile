@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test install system-deps lint typecheck pytest bench clean labextension
+.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres clean labextension
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -50,6 +50,11 @@ labextension: install
 
 bench: install
 	$(BIN)/python benchmarks/journal.py
+
+# PostgreSQL journal vs DuckDB, DBOS and LangGraph's PostgresSaver on one throwaway cluster; the
+# peers go into benchmarks/.venvs/pg-peers (created on first use), never into .venv
+bench-postgres: system-deps install
+	$(BIN)/python benchmarks/postgres.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
