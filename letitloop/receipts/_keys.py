@@ -26,6 +26,9 @@ ENV_SIGNING_KEY = "LIL_RECEIPT_SIGNING_KEY"
 ENV_PUBLIC_KEY = "LIL_RECEIPT_PUBLIC_KEY"
 SECRET_ENV = (ENV_KEY, ENV_SIGNING_KEY)  # never passed on to the command under test
 MIN_SECRET = 16
+MIN_DISTINCT = 8  # "xxxx..." is long enough but no secret
+# what a public key looks like: never accepted as an HMAC secret
+_PUBLIC_PREFIXES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-")
 HMAC_ALG = "hmac-sha256"
 ED25519_ALG = "ed25519"
 _NEW_SECRET = "python -c 'import secrets; print(secrets.token_hex(32))'"
@@ -63,7 +66,10 @@ class HmacKey:
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()
 
     def verify(self, message: bytes, signature: str) -> bool:
-        return hmac.compare_digest(self.sign(message), str(signature))
+        signature = str(signature)
+        if not signature.isascii():  # compare_digest raises on non-ASCII text: just a mismatch
+            return False
+        return hmac.compare_digest(self.sign(message), signature)
 
 
 def _ed25519_id(raw_public: bytes) -> str:
@@ -126,9 +132,22 @@ def hmac_key(secret: str | bytes, *, source: str) -> HmacKey:
     """An ``HmacKey`` from a secret, refusing short ones (a guessable key proves nothing)."""
     raw = secret.encode() if isinstance(secret, str) else bytes(secret)
     raw = raw.strip()
+    if b"-----BEGIN" in raw or raw.startswith(_PUBLIC_PREFIXES):
+        raise ReceiptKeyError(
+            f"the receipt key from {source} is a PEM or SSH key, not an HMAC secret: a public "
+            "key as the secret would let anyone forge receipts",
+            fix="verify Ed25519 signatures with --public-key FILE (or $LIL_RECEIPT_PUBLIC_KEY); "
+            f"the HMAC secret is random text, e.g. from `{_NEW_SECRET}`",
+        )
     if len(raw) < MIN_SECRET:
         raise ReceiptKeyError(
             f"the receipt key from {source} is {len(raw)} bytes; at least {MIN_SECRET} are needed",
+            fix=f"generate a key with `{_NEW_SECRET}` and store it as a CI secret",
+        )
+    if len(set(raw)) < MIN_DISTINCT:
+        raise ReceiptKeyError(
+            f"the receipt key from {source} has only {len(set(raw))} distinct bytes: it is not a "
+            "random secret",
             fix=f"generate a key with `{_NEW_SECRET}` and store it as a CI secret",
         )
     return HmacKey(raw)

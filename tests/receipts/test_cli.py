@@ -80,7 +80,7 @@ def test_verify_names_each_failure_with_expected_and_found(in_repo: Path) -> Non
     data = json.loads(as_json.stdout)
     assert as_json.exit_code == 1 and data["ok"] is False and data["failed"] == ["exit_code"]
     assert lil_receipt("verify", "receipt.json", "--allow-failures").exit_code == 0
-    wrong = lil_receipt("verify", "receipt.json", key="x" * 32)
+    wrong = lil_receipt("verify", "receipt.json", key="a-wrong-receipt-key-0123456789")
     assert wrong.exit_code == 1 and "FAIL signature" in wrong.stdout
 
 
