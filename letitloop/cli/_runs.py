@@ -96,9 +96,38 @@ def show_cmd(run: str, with_traceback: bool, as_json: bool) -> None:
     journal = open_cli_journal()
     detail = journal.get_run(journal.find_run(run))
     if as_json:
-        out.emit_json(detail_json(detail))
+        out.emit_json(detail_json(detail) | {"maps": maps_json(journal, detail)})
         return
     show_detail(detail, with_traceback)
+    show_maps(journal, detail)
+
+
+def show_maps(journal: Any, detail: RunDetail) -> None:
+    """The items of the run's ``step.map`` steps: each item's child run, status and cost."""
+    from letitloop.journal._maps import map_items
+
+    for m in map_items(journal, detail):
+        out.say("")
+        out.say(out.text(f"map {m.name!r} at position {m.position}:", "bold"), m.summary())
+        table = out.make_table("item", "run id", "status", "cost", right=("item", "cost"))
+        for index, run in m.items:
+            cost = f"${run.cost_micros / 1e6:.6f}" if run.cost_micros else "-"
+            table.add_row(str(index), run.run_id, out.status_text(run.status), cost)
+        out.say(table)
+
+
+def maps_json(journal: Any, detail: RunDetail) -> list[dict[str, Any]]:
+    from letitloop.journal._maps import map_items
+
+    return [
+        {
+            "position": m.position,
+            "name": m.name,
+            "counts": m.counts(),
+            "items": [{"index": i, "run": run} for i, run in m.items],
+        }
+        for m in map_items(journal, detail)
+    ]
 
 
 def result_preview(detail: RunDetail) -> str | None:
