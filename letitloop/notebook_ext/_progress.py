@@ -1,8 +1,9 @@
 """The live progress line of a running ``%%durable`` cell.
 
 One display, updated in place at most a few times a second: steps done (how many replayed from
-the journal), the current step, elapsed time and cost. In a terminal IPython, where a display
-cannot be updated, one summary line is printed at the end instead.
+the journal), the current step, elapsed time and cost, and while a ``step.map`` runs, one bar
+for its items (done, running, failed, replayed) with a link to the engine's dashboard. In a
+terminal IPython, where a display cannot be updated, one summary line is printed at the end.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from letitloop.kernel._context import RunContext, observer_var
+from letitloop.kernel._fanout import MapUpdate, map_observer_var
 
 _INTERVAL = 0.25  # seconds between two updates of the display
 
@@ -36,14 +38,17 @@ class Progress:
         self.live = getattr(shell, "kernel", None) is not None if live is None else live
         self.handle: Any = None
         self.last_shown = self.started  # a quick cell shows only its final line
+        self.map: MapUpdate | None = None  # the step.map running now, or the last one
 
     @staticmethod
     @contextmanager
     def observing(progress: Progress | None) -> Iterator[None]:
         token = observer_var.set(progress.observe if progress is not None else None)
+        map_token = map_observer_var.set(progress.observe_map if progress is not None else None)
         try:
             yield
         finally:
+            map_observer_var.reset(map_token)
             observer_var.reset(token)
 
     def observe(self, ctx: RunContext, position: int, name: str, status: str) -> None:
@@ -56,6 +61,26 @@ class Progress:
         if self.live and now - self.last_shown >= _INTERVAL:
             self.last_shown = now
             self._show()
+
+    def observe_map(self, update: MapUpdate) -> None:
+        self.map = update
+        now = self.clock()
+        finished = update.done + update.failed == update.total
+        if self.live and (finished or now - self.last_shown >= _INTERVAL):
+            self.last_shown = now
+            self._show()
+
+    def map_text(self) -> str:
+        """``map 'embed' [######----] 60/100 · 3 running · 1 failed · 40 replayed``."""
+        m = self.map
+        if m is None:
+            return ""
+        width = 20
+        filled = round(width * m.done / m.total) if m.total else width
+        parts = [f"map {m.name!r} [{'#' * filled}{'-' * (width - filled)}] {m.done}/{m.total}"]
+        parts += [f"{n} {what}" for n, what in ((m.running, "running"), (m.failed, "failed"))]
+        parts.append(f"{m.replayed} replayed")
+        return " · ".join(p for p in parts if not p.startswith("0 "))
 
     def text(self) -> str:
         elapsed = self.clock() - self.started
@@ -71,10 +96,23 @@ class Progress:
 
     def _bundle(self) -> dict[str, str]:
         text = self.text()
-        return {
-            "text/plain": text,
-            "text/html": f"<div class='lil-progress'><code>{html.escape(text)}</code></div>",
-        }
+        body = f"<code>{html.escape(text)}</code>"
+        plain = text
+        if (m := self.map) is not None:
+            plain += "\n" + self.map_text()
+            failed = f" · {m.failed} failed" if m.failed else ""
+            link = (
+                f" · <a href='{html.escape(m.dashboard, quote=True)}' target='_blank'>dashboard</a>"
+                if m.dashboard
+                else ""
+            )
+            body += (
+                f"<div class='lil-map'><code>map {html.escape(repr(m.name))}</code> "
+                f"<progress value='{m.done}' max='{max(m.total, 1)}'></progress> "
+                f"<code>{m.done}/{m.total} · {m.running} running{failed} · "
+                f"{m.replayed} replayed</code>{link}</div>"
+            )
+        return {"text/plain": plain, "text/html": f"<div class='lil-progress'>{body}</div>"}
 
     def _show(self) -> None:
         from IPython.display import display
@@ -91,4 +129,4 @@ class Progress:
         if self.live:
             self._show()
         else:
-            print(self.text())
+            print(self.text() + (f"\n{self.map_text()}" if self.map is not None else ""))
