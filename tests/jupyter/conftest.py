@@ -1,4 +1,4 @@
-"""A real Jupyter server with the letitloop extension (pytest-jupyter), on this test's journal."""
+"""Helpers of the Jupyter tests: this test's journal as the server's, and workflow processes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -21,11 +20,6 @@ ROOT = HERE.parents[1]
 def lab_journal(journal_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("LIL_JOURNAL", str(journal_path))
     yield journal_path
-
-
-@pytest.fixture
-def jp_server_config(lab_journal: Path) -> dict[str, Any]:
-    return {"ServerApp": {"jpserver_extensions": {"letitloop.jupyter": True}}}
 
 
 def run_workflow(journal: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_jupyter.jupyter_server import *  # noqa: F403  (its fixtures, for this module only)
 from tornado.httpclient import HTTPClientError
 
 from tests.jupyter.conftest import on_server_loop, run_workflow, start_workflow
 
 Fetch = Any
+
+
+@pytest.fixture
+def jp_server_config(lab_journal: Path) -> dict[str, Any]:
+    """A real Jupyter server with the letitloop extension, on this test's journal."""
+    return {"ServerApp": {"jpserver_extensions": {"letitloop.jupyter": True}}}
 
 
 async def get(jp_fetch: Fetch, *path: str, **params: str) -> Any:

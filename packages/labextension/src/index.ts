@@ -60,7 +60,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openRun,
       openSplice,
       onWaiting: count => {
-        sidebar.title.dataset = { 'lil-waiting': String(count) };
+        sidebar.title.dataset = {
+          ...sidebar.title.dataset,
+          'lil-waiting': String(count)
+        };
         sidebar.title.caption = count
           ? `letitloop: ${count} approval${count > 1 ? 's' : ''} waiting`
           : 'letitloop runs';

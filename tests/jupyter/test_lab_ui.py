@@ -1,0 +1,317 @@
+"""The lab extension in a real JupyterLab, driven in headless Debian Chromium by Playwright: one
+JupyterLab (with the server extension, the prebuilt lab extension and jupyter-lsp) and one page
+for every test of this module. Screenshots go to docs/img/lab-*.png."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from tests.jupyter.conftest import start_workflow
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+BUILT = ROOT / "letitloop" / "jupyter" / "labextension"
+IMG = ROOT / "docs" / "img"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROME_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+LSP = {
+    "LanguageServerManager": {
+        "language_servers": {
+            "letitloop": {
+                "version": 2,
+                "argv": [str(Path(sys.executable).with_name("lil")), "lsp"],
+                "languages": ["python"],
+                "mime_types": ["text/x-python", "text/x-ipython"],
+                "display_name": "letitloop",
+            }
+        },
+        "autodetect": False,
+    }
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One JupyterLab for the module, on its own journal, with letitloop's two extensions."""
+    from tests.conftest import _kill_owner
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: make test installs it"
+    base = tmp_path_factory.mktemp("lab")
+    root, journal = base / "root", base / "journal" / "journal.duckdb"
+    root.mkdir()
+    data = base / "data" / "labextensions"
+    data.mkdir(parents=True)
+    (data / "letitloop").symlink_to(BUILT)  # what the wheel installs into share/jupyter
+    settings = base / "cfg" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    (base / "cfg" / "jupyter_server_config.json").write_text(json.dumps(LSP))
+    startup = base / "ipython" / "profile_default"
+    startup.mkdir(parents=True)
+    (startup / "ipython_kernel_config.py").write_text("c.IPKernelApp.extensions = ['letitloop']\n")
+    token, port = secrets.token_hex(16), _free_port()
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(base / "cfg"),
+        JUPYTER_PATH=str(base / "data"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+        IPYTHONDIR=str(base / "ipython"),
+        PYTHONPATH=str(ROOT),
+        LIL_JOURNAL=str(journal),
+    )
+    log = open(base / "lab.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            '--ServerApp.jpserver_extensions={"letitloop.jupyter": True}',
+            "--LabApp.news_url=None",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=root,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    base / "lab.log"
+                ).read_text()
+                time.sleep(0.25)
+        yield {
+            "url": url,
+            "token": token,
+            "root": root,
+            "journal": journal,
+            "log": base / "lab.log",
+        }
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        _kill_owner(journal)
+
+
+@pytest.fixture(scope="module")
+def page(lab: dict[str, Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 760})
+        page.goto(f"{lab['url']}/lab?token={lab['token']}")
+        page.wait_for_selector(
+            ".jp-SideBar .lm-TabBar-tab[data-id='letitloop-sidebar']", timeout=90_000
+        )
+        yield page
+        browser.close()
+
+
+def open_sidebar(page: Any, section: str = "runs") -> None:
+    if not page.locator("#letitloop-sidebar").is_visible():
+        page.locator(".jp-SideBar .lm-TabBar-tab[data-id='letitloop-sidebar']").click()
+    page.locator(f"#letitloop-sidebar .lil-tab-{section}").click()
+
+
+def seen_within(page: Any, selector: str, timeout: float = 30.0) -> float:
+    """Wait for ``selector`` and return the wall-clock time it was first seen."""
+    page.wait_for_selector(selector, timeout=timeout * 1000)
+    return time.time()
+
+
+def test_sidebar_follows_a_run_started_in_another_process(page: Any, lab: dict[str, Any]) -> None:
+    from letitloop import open_journal
+
+    open_sidebar(page)
+    gate = lab["root"] / "gate"
+    proc = start_workflow(lab["journal"], "slow", str(gate))
+    try:
+        row = "#letitloop-sidebar .lil-run[data-run-id='etl.slow:s1']"
+        seen = seen_within(page, f"{row} .lil-badge-running")
+        journal = open_journal(lab["journal"])
+        created = journal.get_run("etl.slow:s1").run.created
+        assert seen - created < 1.0, f"the sidebar showed the run {seen - created:.2f}s late"
+        page.wait_for_selector(f"{row} .lil-run-current:has-text('at wait_gate')", timeout=5000)
+        page.screenshot(path=str(IMG / "lab-sidebar.png"))
+        gate.touch()
+        seen = seen_within(page, f"{row} .lil-badge-completed")
+        assert proc.wait(30) == 0
+        done = journal.get_run("etl.slow:s1").run.updated
+        assert seen - done < 1.0, f"the sidebar showed the end {seen - done:.2f}s late"
+    finally:
+        proc.kill()
+        proc.wait()
+    page.locator("#letitloop-sidebar .lil-search").fill("nothing-like-this")
+    page.wait_for_selector("#letitloop-sidebar .lil-empty", timeout=5000)
+    page.locator("#letitloop-sidebar .lil-search").fill("slow")
+    page.wait_for_selector(row, timeout=5000)
+    page.locator("#letitloop-sidebar .lil-search").fill("")
+
+
+def test_approving_from_the_inbox_unblocks_a_waiting_script(
+    page: Any, lab: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "published.json"
+    open_sidebar(page)
+    proc = start_workflow(lab["journal"], "publish", str(out))
+    try:
+        page.wait_for_selector(
+            ".jp-toast-message:has-text('waiting for your approval')", timeout=30_000
+        )
+        page.wait_for_selector(".lm-TabBar-tab[data-id='letitloop-sidebar'][data-lil-waiting='1']")
+        open_sidebar(page, "inbox")
+        card = page.locator("#letitloop-sidebar .lil-approval-card").first
+        card.locator(".lil-approval-payload").fill('{"title": "From the lab"}')
+        card.locator(".lil-approval-comment").fill("looks good")
+        page.screenshot(path=str(IMG / "lab-inbox.png"))
+        card.locator(".lil-approve").click()
+        assert proc.wait(60) == 0, proc.stdout.read() if proc.stdout else ""
+    finally:
+        proc.kill()
+        proc.wait()
+    assert json.loads(out.read_text()) == {"approved": True, "payload": {"title": "From the lab"}}
+    page.wait_for_selector(".lm-TabBar-tab[data-id='letitloop-sidebar'][data-lil-waiting='0']")
+    # the run view of the run that just finished: its timeline, previews and cost meter
+    open_sidebar(page)
+    page.locator("#letitloop-sidebar .lil-run[data-run-id='blog.publish:post-1']").click()
+    view = page.locator(".lil-run-view").last
+    view.locator(".lil-step-name:has-text('2. publish')").wait_for(timeout=10_000)
+    assert view.locator(".lil-badge-completed").first.is_visible()
+    assert "Hello" in view.locator(".lil-preview").first.inner_text()
+    page.screenshot(path=str(IMG / "lab-run-view.png"))
+
+
+def _kernel_of(lab: dict[str, Any], path: str) -> dict[str, Any] | None:
+    url = f"{lab['url']}/api/sessions?token={lab['token']}"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        for session in json.load(r):
+            if session.get("path") == path:
+                return dict(session["kernel"])
+    return None
+
+
+def _wait_idle(lab: dict[str, Any], path: str, timeout: float = 90) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kernel = _kernel_of(lab, path)
+        if kernel and kernel.get("execution_state") == "idle":
+            return str(kernel["id"])
+        time.sleep(0.25)
+    raise TimeoutError(f"no idle kernel for {path}")
+
+
+def _run_first_cell(page: Any, expect_selector: str) -> None:
+    from playwright.sync_api import expect
+
+    for attempt in range(3):  # a Shift+Enter sent before the kernel is connected is dropped
+        page.locator(".jp-NotebookPanel:visible .jp-Cell .cm-content").first.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            expect(page.locator(expect_selector).first).to_be_visible(timeout=30_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+def test_durable_cell_badge_shows_replayed_after_a_kernel_restart(
+    page: Any, lab: dict[str, Any]
+) -> None:
+    cells = [
+        new_code_cell("%%durable ingest\nrows = step('load', lambda: [1, 2, 3])\nsum(rows)"),
+        new_code_cell("print('a plain cell')"),
+    ]
+    nbformat.write(new_notebook(cells=cells, metadata=KERNEL), lab["root"] / "badges.ipynb")
+    page.goto(f"{lab['url']}/lab/tree/badges.ipynb?token={lab['token']}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    _wait_idle(lab, "badges.ipynb")
+    _run_first_cell(page, ".lil-cell-badge.lil-badge-completed")
+    assert page.locator(".jp-Cell").nth(1).locator(".lil-cell-badge").count() == 0
+    kernel = _wait_idle(lab, "badges.ipynb")
+    req = urllib.request.Request(
+        f"{lab['url']}/api/kernels/{kernel}/restart?token={lab['token']}", method="POST"
+    )
+    urllib.request.urlopen(req, timeout=60)
+    time.sleep(1.0)
+    _wait_idle(lab, "badges.ipynb")
+    _run_first_cell(page, ".lil-cell-badge.lil-badge-replayed")
+    assert "durable · replayed" in page.locator(".lil-cell-badge").first.inner_text()
+    page.screenshot(path=str(IMG / "lab-cell-badges.png"))
+    page.locator(".lil-cell-badge").first.click()
+    page.locator(".lil-run-view .lil-step-name:has-text('0. load')").last.wait_for(timeout=10_000)
+
+
+def test_a_splice_proposal_applied_from_the_lab_changes_the_file(
+    page: Any, lab: dict[str, Any]
+) -> None:
+    from letitloop import open_journal
+    from letitloop.splice import propose_splice
+
+    source = lab["root"] / "agent.py"
+    source.write_text("def greet(name):\n    return 'hi ' + name\n")
+    proposal = propose_splice(
+        source,
+        "greet",
+        "def greet(name):\n    return f'hello {name}'\n",
+        reason="friendlier greeting",
+        journal=open_journal(lab["journal"]),
+    )
+    open_sidebar(page, "splices")
+    page.locator(f"#letitloop-sidebar .lil-splice[data-proposal-id='{proposal.id}']").click()
+    view = page.locator(f"#lil-splice-{proposal.id}")
+    view.locator(".lil-diff-line.lil-add:has-text(\"return f'hello {name}'\")").wait_for()
+    page.screenshot(path=str(IMG / "lab-splice.png"))
+    view.locator(".lil-splice-apply").click()
+    view.locator(f".lil-splice-message:has-text('applied {proposal.id}')").wait_for()
+    assert "return f'hello {name}'" in source.read_text()
