@@ -145,3 +145,8 @@ def copy_cmd(source: str, destination: str, into_non_empty: bool, as_json: bool)
     )
     for why, n in sorted(report.left_out.items()):
         out.say(out.text(f"left out {n} record(s): {why}", "yellow"))
+    if report.key == "copied":
+        out.say(
+            "the source's key (for authenticated outputs) was copied beside it for the new "
+            "journal; other machines that read it need it too (see docs/postgres.md)"
+        )

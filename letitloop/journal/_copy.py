@@ -10,7 +10,9 @@ checkpoints come out the same, with their original times and authors.
 
 What no read of the contract returns cannot be copied, and the report counts it: the result of
 an epoch a reset superseded, cache entries replaced or dropped since, and checkpoints deleted
-since (their records are then left out; what they changed was undone later anyway).
+since (their records are then left out; what they changed was undone later anyway). The
+source's HMAC key (kept outside the journal) is copied to the destination's key file, so
+authenticated outputs still load there (``carry_key``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class CopyReport:
     cache_entries: int = 0
     proposals: int = 0
     left_out: dict[str, int] = field(default_factory=dict)
+    key: str = "none"  # what carry_key did with the source's HMAC key
 
     def leave_out(self, why: str) -> None:
         self.left_out[why] = self.left_out.get(why, 0) + 1
@@ -59,6 +62,7 @@ class CopyReport:
             "cache_entries": self.cache_entries,
             "proposals": self.proposals,
             "left_out": dict(self.left_out),
+            "key": self.key,
         }
 
 
@@ -207,12 +211,41 @@ def _check_copyable(source: Journal, target: Journal, options: CopyOptions) -> N
         )
 
 
+def carry_key(source_id: str, target_id: str) -> str:
+    """Give the copy the source's HMAC key (kept outside both journals, per journal id), so its
+    authenticated outputs (classes, pickles) still load there. Returns what happened: "copied",
+    "same", "none" (the source never needed one) or "env" ($LIL_PICKLE_KEY serves both); raises
+    if the destination already has a different key."""
+    import os
+
+    from letitloop.kernel import _keys
+
+    if os.environ.get(_keys.KEY_ENV):
+        return "env"
+    src, dst = _keys.key_path(source_id), _keys.key_path(target_id)
+    if not src.exists():
+        return "none"
+    key = src.read_bytes().strip()
+    if dst.exists():
+        if dst.read_bytes().strip() == key:
+            return "same"
+        raise JournalError(
+            f"the destination journal already has its own key ({dst}), different from the "
+            f"source's ({src}): outputs copied from the source would not authenticate there",
+            fix="copy into a new journal, or restore the source's key into that file",
+        )
+    _keys._make_dirs(dst.parent)
+    _keys._write_new(dst, key)
+    return "copied"
+
+
 def copy_journal(
     source: Journal, target: Journal, options: CopyOptions | None = None
 ) -> CopyReport:
     """Copy every record of ``source`` into ``target`` (see the module docstring)."""
     options = options or CopyOptions()
     _check_copyable(source, target, options)
+    key = carry_key(source.journal_id, target.journal_id)
     payloads = _Payloads(source)
     report = CopyReport()
     runs: set[str] = set()
@@ -238,5 +271,5 @@ def copy_journal(
     if pending:
         target.import_records(pending)
         report.records += len(pending)
-    report.runs, report.threads = len(runs), len(threads)
+    report.runs, report.threads, report.key = len(runs), len(threads), key
     return report

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,13 @@ from letitloop.kernel._errors import ApprovalPending, Suspended
 from tests.conftest import ROOT
 
 BIG = "x" * (100 * 1024)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A step output kept as an authenticated class reference: it loads only with the key."""
+
+    title: str
 
 
 def _work(label: str) -> Any:
@@ -49,6 +57,7 @@ def fill(spec: str, tmp: Path, journal: Journal) -> None:
     @durable(journal=spec, name="copy.approve", run_id="a{n}")
     def approve(n: int) -> str:
         draft = step("draft", lambda: {"title": f"post {n}"})
+        step("typed", Draft, f"post {n}")
         d = approval("publish", draft, wait=False)
         return "published" if d.approved else "dropped"
 
