@@ -85,7 +85,7 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         button = W.Button(
             description=f"{a.position} {a.name}",
             tooltip="open: full output, attempts, tracebacks",
-            layout=W.Layout(width="16em"),
+            layout=W.Layout(width="16em", min_width="16em", flex="0 0 auto"),
         )
         button.on_click(lambda _b, p=a.position: self.show_step(p))
         cells = W.HTML(row_html(a, tries, self.decisions.get(a.position)))
@@ -202,7 +202,8 @@ def attempts_html(attempts: list[AttemptInfo]) -> str:
             f"<td>{html.escape(local_time(a.started)) if a.started else '-'}</td><td>{ms}</td>"
             f"<td>{html.escape(what) if err else ''}</td></tr>"
         )
-    return f"<table class='lil-attempts'><tr>{head}</tr>{''.join(rows)}</table>"
+    style = "<style>.lil-attempts td,.lil-attempts th{padding:1px 10px 1px 0}</style>"
+    return f"{style}<table class='lil-attempts'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 def superseded_html(old: list[AttemptInfo]) -> str:

@@ -149,7 +149,10 @@ def _show_note(text: str) -> None:
 
     bundle = {
         "text/plain": f"note: {text}",
-        "text/html": f"<div class='lil-note'>&#9432; {html.escape(text)}</div>",
+        "text/html": (
+            "<div class='lil-note' style='border-left:3px solid #0969da;padding:2px 8px;"
+            f"margin:2px 0'><b>note</b> {html.escape(text)}</div>"
+        ),
     }
     display(bundle, raw=True)
 

@@ -19,6 +19,7 @@ import ipywidgets as W
 
 from letitloop.journal._config import who
 from letitloop.journal._contract import ApprovalInfo, EventInfo, Journal
+from letitloop.journal._preview import local_time
 from letitloop.kernel._errors import DeadLetteredError, LetItLoopError
 from letitloop.kernel._runtime import resolve_journal
 from letitloop.notebook_ext._effects import EffectsInDoubt
@@ -158,8 +159,9 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         if r.status == "pending":
             return "<i>waiting for a decision</i>"
         how = " (timed out)" if r.timed_out else ""
+        when = f" at {html.escape(local_time(r.decided_at))}" if r.decided_at else ""
         note = f": {html.escape(r.comment)}" if r.comment else ""
-        return f"<b>{r.status}</b> by {html.escape(r.decided_by or '?')}{how}{note}"
+        return f"<b>{r.status}</b> by {html.escape(r.decided_by or '?')}{when}{how}{note}"
 
 
 class RetryWidget(W.VBox):  # type: ignore[misc]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -12,3 +13,19 @@ def work(i: int) -> int:
         f.write(f"{i} {os.getpid()}\n")
     time.sleep(float(os.environ.get("NB_STEP_SECONDS", "0.1")))
     return i * i
+
+
+@dataclasses.dataclass
+class Usage:
+    """Token counts, as a model client returns them."""
+
+    input: int
+    output: int
+
+
+@dataclasses.dataclass
+class Response:
+    """A model's answer: what a step output usually is (the inspector previews its fields)."""
+
+    text: str
+    usage: Usage
