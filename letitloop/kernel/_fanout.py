@@ -387,11 +387,12 @@ def _submit_all(
     if failures:
         first = min(failures)
         exc = failures[first]
+        finished_items = len(calls) - len(todo) + done
         raise MapItemError(
             f"item {first} of step.map {calls[first].name!r} failed "
             f"({len(failures)} of {len(calls)} items failed): {type(exc).__name__}: {exc}",
-            fix=f"fix the cause and call the workflow again: the {len(calls) - len(failures)} "
-            "finished items replay from the journal and only the failed ones run again "
+            fix=f"fix the cause and call the workflow again: the {finished_items} finished "
+            "items replay from the journal and only the others run "
             f"(child run {calls[first].run_id})",
             run_id=calls[first].parent,
             step=calls[first].name,

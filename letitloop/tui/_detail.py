@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Label, RichLog, Sparkline, Static
 
+from letitloop.journal._maps import MapItems
 from letitloop.journal._preview import human_times
 from letitloop.tui._events import describe
 from letitloop.tui._model import (
@@ -236,12 +237,29 @@ class DetailScreen(RunActions, JournalScreen):
                 trace = a.error.get("traceback")
                 if trace and a is last:
                     parts.append(Syntax(str(trace).rstrip(), "pytb", word_wrap=True))
+        if (items := self.view.maps.get(self.selected_position)) is not None:
+            parts.append(self.map_items(items))
         parts.append(Text("\noutput", "bold"))
         parts.append(self.output(last))
         if self.view.result is not None:
             parts.append(Text("\nrun result", "bold"))
             parts.append(Syntax(truncate(self.view.result), "json"))
         pane.update(Group(*parts))
+
+    @staticmethod
+    def map_items(items: MapItems, shown: int = 200) -> RenderableType:
+        """A map step's items under it: one line per item's child run, in item order."""
+        lines = [Text(f"\nitems: {items.summary()}", "bold")]
+        for index, run in items.items[:shown]:
+            line = Text(f"  {index:>5}  ")
+            line.append_text(status_text(run.status))
+            line.append(f"  {run.run_id}")
+            if run.cost_micros:
+                line.append(f"  {usd(run.cost_micros)}")
+            lines.append(line)
+        if len(items.items) > shown:
+            lines.append(Text(f"  … {len(items.items) - shown} more (lil runs show)", "dim"))
+        return Group(*lines)
 
     @staticmethod
     def output(a: Any) -> RenderableType:

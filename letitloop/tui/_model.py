@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from textual.message import Message
 
+from letitloop.journal._maps import MapItems, map_items
+
 if TYPE_CHECKING:
     from letitloop.journal._contract import (
         ApprovalInfo,
@@ -213,6 +215,7 @@ class DetailView:
     total: int
     dead_letter: bool = False
     pending_approvals: list[ApprovalInfo] = field(default_factory=list)
+    maps: dict[int, MapItems] = field(default_factory=dict)  # step.map items, by position
 
 
 class EffectRow(NamedTuple):
@@ -509,6 +512,7 @@ class Model:
             total=len(by_pos),
             dead_letter=bool(dead),
             pending_approvals=self.approvals(run_id=run.run_id),
+            maps={m.position: m for m in map_items(self.journal, detail)},
         )
 
     @staticmethod
