@@ -108,7 +108,9 @@ def pg_dsn(pg_server: Any) -> Iterator[str]:
     from tests.pg_cluster import with_database
 
     name = pg_server.create_database()
-    yield with_database(pg_server.dsn, name)
+    dsn = with_database(pg_server.dsn, name)
+    yield dsn
+    _close_pg_journals(dsn)
     try:
         pg_server.drop_database(name)
     except Exception:
@@ -117,3 +119,21 @@ def pg_dsn(pg_server: Any) -> Iterator[str]:
         # a test that stopped the cluster and did not start it again: the next one needs it
         pg_server.start()
         pg_server.drop_database(name)
+
+
+def _close_pg_journals(dsn: str) -> None:
+    """Close the process-wide journals a test opened on ``dsn`` (any ?schema=), so no heartbeat
+    or follower thread outlives its database."""
+    import sys
+
+    module = sys.modules.get("letitloop.journal.postgres._journal")
+    if module is None:
+        return
+    with module._journals_lock:
+        mine = [url for url in module._journals if url.startswith(dsn)]
+        journals = [module._journals.pop(url) for url in mine]
+    for journal in journals:
+        try:
+            journal.close()
+        except Exception:
+            pass
