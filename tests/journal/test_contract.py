@@ -346,3 +346,15 @@ def test_gc_find_run_and_listing_filters(backend: Any) -> None:
     assert [r.run_id for r in a.list_runs()] == ["wf:live"]
     a.release_run("wf:live")
     assert [r.status for r in a.list_runs()] == ["interrupted"]
+
+
+def test_an_unwaited_step_start_reaches_other_sessions_soon(backend: Any) -> None:
+    a, b = backend(), backend()
+    start(a)
+    a.append([step("wf:a", 0, name="slow")], sync=False)  # the step then runs for a while
+    deadline = time.monotonic() + 5
+    while b.get_run("wf:a").run.current_step != "slow":
+        assert time.monotonic() < deadline, "the step's start never showed"
+        time.sleep(0.005)
+    a.append([ok("wf:a", 0, name="slow")])
+    assert [e.kind for e in b.events(run_id="wf:a")] == ["run", "step", "ok"]

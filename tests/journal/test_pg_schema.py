@@ -49,6 +49,21 @@ def test_first_use_of_an_empty_database_migrates_once_even_when_racing(pg_dsn: s
         j.close()
 
 
+def test_an_older_journal_is_upgraded_on_open(pg_dsn: str) -> None:
+    PgJournal(pg_dsn).close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # back to what version 1 created
+        conn.execute("DROP FUNCTION letitloop.lil_fence")
+        conn.execute("DELETE FROM letitloop.lil_migrations WHERE version > 1")
+    assert _versions(pg_dsn) == [1]
+    journal = PgJournal(pg_dsn)
+    assert _versions(pg_dsn) == list(range(1, _schema.VERSION + 1))
+    journal.open_run(run_id="wf:1", workflow="wf", key="1")
+    step = {"k": "step", "run": "wf:1", "epoch": 0, "pos": 0, "att": 1, "kind": "step"}
+    journal.append([step | {"name": "s", "fp": "f", "ts": 1.0}])  # the fenced hot path
+    assert [e.kind for e in journal.events()] == ["run", "step"]
+    journal.close()
+
+
 def test_a_journal_newer_than_the_code_is_refused_with_the_fix(pg_dsn: str) -> None:
     PgJournal(pg_dsn).close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -66,7 +81,8 @@ def test_named_schemas_hold_separate_journals(pg_dsn: str) -> None:
     a.open_run(run_id="wf:1", workflow="wf", key="1")
     assert [r.run_id for r in a.list_runs()] == ["wf:1"]
     assert b.list_runs() == [] and a.journal_id != b.journal_id
-    assert _versions(pg_dsn, "team_a") == _versions(pg_dsn, "team_b") == [1]
+    every = list(range(1, _schema.VERSION + 1))
+    assert _versions(pg_dsn, "team_a") == _versions(pg_dsn, "team_b") == every
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT to_regclass('letitloop.runs')").fetchone() == (None,)
     with pytest.raises(ConfigError, match="not a plain PostgreSQL name"):

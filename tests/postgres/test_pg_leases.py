@@ -64,7 +64,8 @@ def test_a_frozen_holder_is_taken_over_and_then_fenced(
     b: Worker | None = None
     try:
         assert a.wait_prefix("S 2", 60), a.diagnostics()
-        assert a.wait_prefix("X 3", 10), a.diagnostics()  # inside step 3
+        assert a.wait_prefix("X 3", 10), a.diagnostics()  # inside step 3 (0.3 s long)
+        time.sleep(0.1)  # its start, not waited for, is journaled within a few ms
         os.kill(a.pid, signal.SIGSTOP)
         stopped = time.monotonic()
         monkeypatch.setenv("PG_WORKER_PAUSE", "0.01")

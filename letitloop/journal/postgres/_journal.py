@@ -60,6 +60,7 @@ from letitloop.kernel._errors import (
 )
 
 T = TypeVar("T")
+HOLD_DELAY = 0.005  # unwaited records are written within this, or with the next write
 _journals: dict[str, PgJournal] = {}
 _journals_lock = threading.Lock()
 
@@ -86,6 +87,7 @@ class PgJournal(RecordWrites):
         self.session = f"{os.getpid()}@{socket.gethostname()}/{os.urandom(6).hex()}"
         self._lock = threading.RLock()
         self._leases: dict[str, int] = {}  # run id -> the lease token this process holds
+        self._lost: dict[str, dict[str, Any]] = {}  # runs taken over from us: later writes fail
         self._cache: dict[str, tuple[RunEntry, int]] = {}  # held runs: state and its rev
         self._conn: Any = None
         self._conn = self._connect(migrate=True)
@@ -94,6 +96,10 @@ class PgJournal(RecordWrites):
         self._notifier: Notifier | None = None
         self._follower: Follower | None = None
         self._heartbeat: Heartbeat | None = None
+        # accepted records nobody waits for (a step's start) of a held run, already applied to
+        # its cached state: written with the next write, or after HOLD_DELAY by a timer
+        self._held: list[Record] = []
+        self._held_timer: threading.Timer | None = None
 
     # -- connections --------------------------------------------------------------------------
 
@@ -219,6 +225,8 @@ class PgJournal(RecordWrites):
     ) -> RunState:
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
         req.update(args=list(args) if args else None, entry=entry, parent=parent, reopen=reopen)
+        if self._held:
+            self._flush()
         deadline = time.monotonic() + lock_timeout
         while True:
             try:
@@ -280,6 +288,7 @@ class PgJournal(RecordWrites):
         if old is not None and old != token:
             drop_lock(conn.cursor(), run_id, old)
         self._leases[run_id] = token
+        self._lost.pop(run_id, None)
         self._cache[run_id] = (state.runs[run_id], rev)
         if self._heartbeat is None:
             self._heartbeat = Heartbeat(self)
@@ -303,9 +312,12 @@ class PgJournal(RecordWrites):
             self._cache.pop(run_id, None)
             return {}
         token = self._leases.get(run_id)
+        if fence and token is None and run_id in self._lost:
+            raise lost_error(run_id, self._lost[run_id], self.ttl)  # every later write too
         if token is not None and (lease["holder"] != self.session or lease["token"] != token):
             if fence:
                 self._forget(run_id)
+                self._lost[run_id] = lease
                 raise lost_error(run_id, lease, self.ttl)
         elif token is not None:
             entry.holder = self.session  # ours, even if a pause let the heartbeat age
@@ -317,6 +329,8 @@ class PgJournal(RecordWrites):
         self._cache.pop(run_id, None)
 
     def release_run(self, run_id: str) -> None:
+        if self._held:
+            self._flush()
         token = self._leases.get(run_id)
         if token is None:
             return
@@ -353,18 +367,83 @@ class PgJournal(RecordWrites):
     # -- writes -------------------------------------------------------------------------------
 
     def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
-        if records:
-            self._run(lambda conn: self._append(conn, list(records), sync))
-            self._poke()
+        if not records:
+            return
+        with self._lock:
+            if not sync and self._hold(list(records)):
+                return
+            held = self._take_held()
+            self._run(lambda conn: self._append(conn, list(records), sync, held=held))
+        self._poke()
+
+    def _hold(self, records: list[Record]) -> bool:
+        """Keep unwaited records of a held run for the next write (the caller holds the lock);
+        False when they must be written now."""
+        run_id = records[0].get("run") if isinstance(records[0], dict) else None
+        if not self._fast(run_id, records) or (self._held and self._held[0]["run"] != run_id):
+            return False
+        assert isinstance(run_id, str)
+        state = JournalState()
+        state.runs[run_id] = self._cache[run_id][0]
+        for rec in records:  # a conflict raises now, as a write would
+            if state.check(rec, self.session):
+                state.apply(rec)
+                self._held.append(rec)
+        if self._held and self._held_timer is None:
+            self._held_timer = threading.Timer(HOLD_DELAY, self._flush)
+            self._held_timer.daemon = True
+            self._held_timer.start()
+        return True
+
+    def _take_held(self) -> list[Record]:
+        held, self._held = self._held, []
+        if self._held_timer is not None:
+            self._held_timer.cancel()
+            self._held_timer = None
+        return held
+
+    def _flush(self) -> None:
+        """Write held records now (the timer; and before reads and lease changes)."""
+        with self._lock:
+            held = self._take_held()
+            if not held or self.closed:
+                return
+            try:
+                self._run(lambda conn: self._append(conn, [], False, held=held))
+            except LetItLoopError:
+                return  # not waited for: the next write of the run reports what is wrong
+        self._poke()
+
+    def _fast(self, run_id: object, records: list[Record]) -> bool:
+        """Whether records can take the hot path: all of one run this process holds, with its
+        state cached, and none of the journal-wide kinds."""
+        if not isinstance(run_id, str) or run_id not in self._leases or run_id not in self._cache:
+            return False
+        return all(
+            isinstance(r, dict) and r.get("run") == run_id and r.get("k") not in JOURNAL_KINDS
+            for r in records
+        )
 
     def import_records(self, records: Sequence[Record]) -> None:
         """Write copied history (``lil journal copy``): checked like an append, without a lease
         (so a run some process holds is refused)."""
         if records:
+            if self._held:
+                self._flush()
             self._run(lambda conn: self._append(conn, list(records), True, history=True))
             self._poke()
 
-    def _append(self, conn: Any, records: list[Record], sync: bool, history: bool = False) -> None:
+    def _append(
+        self,
+        conn: Any,
+        records: list[Record],
+        sync: bool,
+        history: bool = False,
+        held: Sequence[Record] = (),
+    ) -> None:
+        if not history and self._append_held(conn, held, records, sync):
+            return
+        records = [*held, *records]  # the run's state was reloaded: check the held ones again
         session = None if history else self.session
         state = JournalState()
         accepted: list[Record] = []
@@ -411,11 +490,63 @@ class PgJournal(RecordWrites):
         if failure is not None:
             raise failure
 
+    def _append_held(
+        self, conn: Any, held: Sequence[Record], records: list[Record], sync: bool
+    ) -> bool:
+        """The hot path: records of one run this process holds, checked against its cached
+        state and written in one round trip, fenced by ``lil_fence`` (no row read first).
+        ``held`` records were checked and applied to that state already. False when it does
+        not apply or the run changed meanwhile (the caller reloads)."""
+        every = [*held, *records]
+        run_id = every[0].get("run") if every and isinstance(every[0], dict) else None
+        if not self._fast(run_id, every):
+            return False
+        assert isinstance(run_id, str)
+        entry, rev = self._cache[run_id]
+        state = JournalState()
+        state.runs[run_id] = entry
+        accepted: list[Record] = list(held)
+        failure: LetItLoopError | None = None
+        del self._cache[run_id]  # until the commit: the entry changes below
+        for rec in records:
+            try:
+                if state.check(rec, self.session):
+                    state.apply(rec)
+                    accepted.append(rec)
+            except LetItLoopError as exc:
+                failure = exc
+                break
+        if not accepted:
+            self._cache[run_id] = (entry, rev)
+            if failure is not None:
+                raise failure
+            return True
+        try:
+            with conn.pipeline(), conn.transaction():
+                cur = conn.cursor()
+                if not sync:
+                    cur.execute("SET LOCAL synchronous_commit TO off")
+                cur.execute(
+                    "SELECT lil_fence(%s, %s, %s, %s)",
+                    [run_id, rev, self.session, self._leases[run_id]],
+                )
+                project(cur, accepted)
+        except psycopg.Error as exc:
+            if getattr(exc, "sqlstate", None) == _schema.STALE:
+                return False  # someone wrote to the run (a decision, a cancel): reload
+            raise
+        self._cache[run_id] = (entry, rev + 1)
+        if failure is not None:
+            raise failure
+        return True
+
     def _append_to_run(self, run_id: str, records: list[Record]) -> None:
         self.append(records)
 
     def _mutate(self, run_id: str, build: Callable[[RunEntry], Record]) -> None:
         """Write the record ``build`` makes from the run's current state (resolve, reset...)."""
+        if self._held:
+            self._flush()
 
         def mutate(conn: Any) -> None:
             state = JournalState()
@@ -478,6 +609,8 @@ class PgJournal(RecordWrites):
     # -- reads --------------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[Any], T]) -> T:
+        if self._held:
+            self._flush()  # read your own writes
         return self._run(lambda conn: fn(conn.cursor()))
 
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
@@ -577,6 +710,8 @@ class PgJournal(RecordWrites):
     def close(self) -> None:
         if self.closed:
             return
+        if self._held:
+            self._flush()
         for run_id in list(self._leases):
             try:
                 self.release_run(run_id)

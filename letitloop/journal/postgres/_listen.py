@@ -48,6 +48,8 @@ class Notifier:
             try:
                 if conn is None:
                     conn = self.connect()
+                    # a NOTIFY commits a transaction of its own: never wait for its WAL flush
+                    conn.execute("SET synchronous_commit TO off")
                 conn.execute(f'NOTIFY "{self.channel}"')
             except Exception:  # the server is restarting: the followers re-read when back
                 if conn is not None:

@@ -40,15 +40,43 @@ LEASE_ALIVE = (
 VISIBLE = f"seq < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << {SEQ_SHIFT})"
 
 
+_EPOCH = "(SELECT epoch FROM runs WHERE run_id = %(run)s)"
+_STEPS = (
+    "SELECT position, attempt, kind, name, fingerprint, status, codec, output, error, "
+    "next_position, resolution, resolved_by, coalesce(cost_micros, 0), "
+    "coalesce(tokens_in, 0) + coalesce(tokens_out, 0), coalesce(saved_micros, 0) FROM steps "
+    f"WHERE run_id = %(run)s AND epoch = {_EPOCH} ORDER BY position, attempt"
+)
+_ASKS = (
+    "SELECT position, attempt, id, payload, schema, deadline, on_timeout, status, decided_by, "
+    f"decided_at, comment, edited, timed_out FROM approvals WHERE run_id = %(run)s AND "
+    f"epoch = {_EPOCH}"
+)
+_KEYS = f"SELECT array_agg(key) FROM events WHERE run_id = %(run)s AND epoch = {_EPOCH}"
+
+
 def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry, dict[str, Any]]:
-    """The run's ``RunEntry`` and its lease row (holder, token, rev, alive); KeyError if none."""
-    row = cur.execute(
-        "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, args, "
-        "entry, parent, result_codec, result, error, started_by, budget_micros, budget_tokens, "
-        f"holder, lease_token, rev, {LEASE_ALIVE} FROM runs r WHERE run_id = %(run)s"
-        + (" FOR UPDATE" if lock else ""),
-        {"run": run_id, "ttl": ttl},
-    ).fetchone()
+    """The run's ``RunEntry`` and its lease row (holder, token, rev, alive); KeyError if none.
+
+    Three queries sent at once (one round trip): the run, its latest attempts with their
+    approvals, and the natural keys already written in its epoch."""
+    params = {"run": run_id, "ttl": ttl}
+    conn = cur.connection
+    with conn.pipeline():
+        head = conn.cursor().execute(
+            "SELECT workflow, run_key, epoch, status, tries, created, updated, args_codec, "
+            "args, entry, parent, result_codec, result, error, started_by, budget_micros, "
+            f"budget_tokens, holder, lease_token, rev, {LEASE_ALIVE} FROM runs r "
+            "WHERE run_id = %(run)s" + (" FOR UPDATE" if lock else ""),
+            params,
+        )
+        steps_cur = conn.cursor().execute(_STEPS, params)
+        asks_cur = conn.cursor().execute(_ASKS, params)
+        keys_cur = conn.cursor().execute(_KEYS, params)
+        row = head.fetchone()
+        attempts = steps_cur.fetchall()
+        asks = {(a[0], a[1]): a[2:] for a in asks_cur.fetchall()}
+        keys = keys_cur.fetchone()
     if row is None:
         raise KeyError(run_id)
     wf, key, epoch, status, tries, created, updated, a_codec, args, entry_pt, parent = row[:11]
@@ -61,63 +89,30 @@ def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry,
     entry.error, entry.started_by = error, started_by
     entry.budget = (b_micros, b_tokens) if b_micros is not None or b_tokens is not None else None
     entry.holder = holder if alive else None
-    steps = cur.execute(
-        "SELECT position, attempt, kind, name, fingerprint, status, codec, output, carried, "
-        "next_position, resolution, resolved_by, cost_micros, tokens_in, tokens_out, "
-        "saved_micros FROM (SELECT *, CASE WHEN status = 'started' AND kind = 'step' THEN "
-        "coalesce(error, lag(error) OVER (PARTITION BY position ORDER BY attempt)) ELSE error "
-        "END AS carried, row_number() OVER (PARTITION BY position ORDER BY attempt DESC) AS n "
-        "FROM steps WHERE run_id = %s AND epoch = %s) s WHERE n = 1 ORDER BY position",
-        [run_id, epoch],
-    ).fetchall()
-    asks = _asks(cur, run_id, epoch)
-    totals = cur.execute(
-        "SELECT coalesce(sum(cost_micros), 0), coalesce(sum(tokens_in + tokens_out), 0), "
-        "coalesce(sum(saved_micros), 0) FROM steps WHERE run_id = %s AND epoch = %s",
-        [run_id, epoch],
-    ).fetchone()
-    entry.cost_micros, entry.tokens, entry.saved_micros = (int(v) for v in totals or (0, 0, 0))
-    for s in steps:
+    previous: Any = None
+    for s in attempts:  # oldest attempt first: the latest of each position stays
+        entry.cost_micros += s[12]
+        entry.tokens += s[13]
+        entry.saved_micros += s[14]
+        error = s[8]
+        again = previous is not None and previous[0] == s[0]
+        if s[5] == "started" and s[2] == "step" and error is None and again:
+            error = previous[8]  # the policy's counts carry forward to the new attempt
+        previous = s
         out = bytes(s[7]) if s[7] is not None else None
-        step: dict[str, Any] = {
-            "pos": s[0],
-            "att": s[1],
-            "kind": s[2],
-            "name": s[3],
-            "fp": s[4],
-            "status": s[5],
-            "codec": s[6],
-            "out": out,
-            "big": False,
-            "err": s[8],
-            "next": s[9],
-            "res": s[10],
-            "res_by": s[11],
-        }
-        step.update(_approval_fields(run_id, epoch, s[0], asks.get((s[0], s[1]))))
-        step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
+        # the step in open_run's wire form: StepRecord's field order (journal._state)
+        wire = [s[0], s[1], s[2], s[3], s[4], s[5], s[6], out, False, error, s[9], s[10]]
+        step: dict[str, Any] = dict(zip(_WIRE_FIELDS, wire, strict=True))
+        step["res_by"], step["wire"] = s[11], wire
+        ask = asks.get((s[0], s[1]))
+        if ask is not None:
+            step.update(_approval_fields(run_id, epoch, s[0], (*ask, s[1])))
         entry.steps[s[0]] = step
-        if s[5] == "started" and not s[10]:
-            entry.current = s[3]
-    entry.keys = {
-        k[0]
-        for k in cur.execute(
-            "SELECT key FROM events WHERE run_id = %s AND epoch = %s", [run_id, epoch]
-        ).fetchall()
-    }
+    for step in entry.steps.values():
+        if step["status"] == "started" and not step["res"]:
+            entry.current = step["name"]
+    entry.keys = set(keys[0] or ()) if keys else set()
     return entry, {"holder": holder, "token": token, "rev": rev, "alive": bool(alive)}
-
-
-def _asks(cur: Any, run_id: str, epoch: int) -> dict[tuple[int, int], tuple[Any, ...]]:
-    return {
-        (r[0], r[-1]): r[1:]
-        for r in cur.execute(
-            "SELECT position, id, payload, schema, deadline, on_timeout, status, decided_by, "
-            "decided_at, comment, edited, timed_out, attempt FROM approvals WHERE run_id = %s "
-            "AND epoch = %s",
-            [run_id, epoch],
-        ).fetchall()
-    }
 
 
 def _approval_fields(

@@ -70,8 +70,26 @@ CREATE TABLE lg_writes(
   idx int NOT NULL, channel text NOT NULL, vtype text NOT NULL, value bytea NOT NULL,
   task_path text NOT NULL, PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, idx));
 """,
+    # 2: the one-round-trip write of a run this process holds: check that nobody wrote to the
+    # run since this process read it (rev) and that its lease is still this process's (token)
+    """
+CREATE FUNCTION lil_fence(p_run text, p_rev bigint, p_holder text, p_token bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  r bigint;
+BEGIN
+  UPDATE runs SET rev = rev + 1, heartbeat = now()
+   WHERE run_id = p_run AND rev = p_rev AND holder = p_holder AND lease_token = p_token
+   RETURNING rev INTO r;
+  IF r IS NULL THEN
+    RAISE EXCEPTION 'run % changed since this process read it', p_run USING ERRCODE = 'LIL01';
+  END IF;
+  RETURN r;
+END $$;
+""",
 ]
 VERSION = len(MIGRATIONS)
+STALE = "LIL01"  # the SQLSTATE lil_fence raises
 
 
 @dataclass(frozen=True)
