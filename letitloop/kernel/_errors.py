@@ -96,6 +96,12 @@ class JournalUnavailableError(JournalError):
     title = "journal unavailable"
 
 
+class DiskFullError(JournalError):
+    """The disk holding the journal is full: nothing of the refused write was kept."""
+
+    title = "no space left for the journal"
+
+
 class JournalVersionError(JournalError):
     """Client and owner (or journal file) are of incompatible versions."""
 

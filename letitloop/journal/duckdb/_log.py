@@ -19,6 +19,7 @@ batches what need not be durable yet (see ``Owner._commit``).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import struct
@@ -27,11 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from letitloop.kernel._errors import JournalError
+from letitloop.kernel._errors import DiskFullError, JournalError
 
 HEADER = struct.Struct("<II")
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC
 SEGMENT_BYTES = 8 << 20  # folded segments are deleted whole: small ones keep the log small
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 SALVAGE_FIX = (
     "stop every process using this journal, then run `lil journal doctor --salvage`: it keeps "
     "every intact record, moves the damaged log aside and says what was lost; or restore the "
@@ -161,7 +163,7 @@ class Log:
             first = scan.damage[0]
             more = f" (and {len(scan.damage) - 1} more problem(s))" if scan.damage[1:] else ""
             raise JournalError(
-                f"the journal's log is damaged: {first.describe()}{more}; the owner will not "
+                f"the journal's log is corrupt: {first.describe()}{more}; the owner will not "
                 "serve it, since acknowledged records would be lost",
                 fix=SALVAGE_FIX,
             )
@@ -184,14 +186,28 @@ class Log:
     def append(self, buf: bytes) -> int:
         """Write a batch of frames durably (one synced write, usually) and return the end LSN.
 
-        An exception here (EIO, ENOSPC) must end the owner: after a failed sync the page cache
-        cannot be trusted, so it is never retried.
+        An exception here must end the owner: after a failed sync (EIO) the page cache cannot be
+        trusted, so it is never retried. A full disk (ENOSPC) raises ``DiskFullError`` naming
+        the segment, once whatever part of the batch was written is cut off again.
         """
-        if self.size >= self.segment_bytes:
-            self._rotate()
-        view = memoryview(buf)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        try:
+            if self.size >= self.segment_bytes:
+                self._rotate()
+            view = memoryview(buf)
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            if exc.errno not in _FULL:
+                raise
+            os.ftruncate(self.fd, self.size)  # nothing of this batch is kept (frees space)
+            segment = self._name(self.start)
+            raise DiskFullError(
+                f"no space left on the device holding the journal's log ({segment}): a write "
+                f"of {len(buf)} bytes was refused ({exc.strerror}); nothing of it was kept",
+                fix=f"free space on the disk of {self.path.parent} (see `df -h "
+                f"{self.path.parent}`), then run the workflow again: it continues after its "
+                "last acknowledged step",
+            ) from None
         self.size += len(buf)
         return self.start + self.size
 
@@ -223,6 +239,24 @@ class Log:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """If ``exc`` (or what caused it) is a full disk, the text that says so; else None.
+
+    DuckDB reports ENOSPC as a TransactionException ("Could not write file ...: No space left
+    on device"), and then fails the rollback too, so the whole chain is searched."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        text = str(seen)
+        if isinstance(seen, OSError) and seen.errno in _FULL:
+            return f"{seen.strerror}: {seen.filename or ''}".strip(": ")
+        if "No space left on device" in text or "Disk quota exceeded" in text:
+            return text.splitlines()[0][:500]
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _frames(data: bytes) -> Iterator[tuple[int, bytes]]:

@@ -45,11 +45,11 @@ from letitloop.journal._state import (
     resolve_record,
 )
 from letitloop.journal.duckdb import _files, _wire
-from letitloop.journal.duckdb._log import Log, frame
+from letitloop.journal.duckdb._log import Log, disk_full, frame
 from letitloop.journal.duckdb._reads import READS
 from letitloop.journal.duckdb._requests import BadRequest
 from letitloop.journal.duckdb._requests import decode as decode_request
-from letitloop.kernel._errors import JournalError, LetItLoopError, RunLockedError
+from letitloop.kernel._errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
 
 if TYPE_CHECKING:
     from letitloop.journal.duckdb._store import Store
@@ -186,6 +186,7 @@ class Owner:
         self.wake_r.setblocking(False)
         # connections whose output waits or that died while the database thread sent to them
         self.dirty: deque[Conn] = deque()
+        self.writers: set[Conn] = set()  # connections whose requests added to this round's batch
         self.accept_paused_until = 0.0  # accept() hit EMFILE: listening again at this time
         self.accept_backoff = 0.0
         self.socket_checked = 0.0
@@ -293,6 +294,20 @@ class Owner:
                 conn.writing = True
                 self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
 
+    def _disk_full(self, exc: DiskFullError, replies: list[tuple[Conn, Any]]) -> None:
+        """The log could not take this round's writes: tell their writers (nothing of them was
+        kept), then exit without folding, since the live state holds what the log does not.
+        The next owner rebuilds it from the log, once there is space."""
+        error = _error(exc)
+        for conn, msg in replies:
+            if conn in self.writers and msg.get("ok"):
+                msg = {**error, **({"re": msg["re"]} if "re" in msg else {})}
+            conn.send(msg)
+        for conn in list(self.conns.values()):
+            conn.flush()
+        print(f"error: {exc.message}\n  fix: {exc.fix}", file=sys.stderr, flush=True)
+        os._exit(75)
+
     def _on_term(self, signum: int, frame: Any) -> None:
         """SIGTERM/SIGINT: finish the current round, fold everything, close DuckDB, exit."""
         self.stopping = True
@@ -301,6 +316,7 @@ class Owner:
     def _round(self) -> None:
         batch: list[tuple[Record, bool]] = []
         replies: list[tuple[Conn, Any]] = []
+        self.writers = set()
         for key, events in self.sel.select(timeout=self._timeout()):
             sock = key.fileobj
             if sock is self.listener:
@@ -339,7 +355,10 @@ class Owner:
                         del self.state.runs[run_id]
         self._expire_waiters(replies)
         if batch or self.held:
-            self._commit(batch)
+            try:
+                self._commit(batch)
+            except DiskFullError as exc:
+                self._disk_full(exc, replies)
         for conn, msg in replies:
             self._send(conn, msg)
         self._tend()
@@ -389,6 +408,7 @@ class Owner:
                 self._drop(conn)
                 return
             req: dict[str, Any] = {}
+            before = len(batch)
             try:
                 req = decode_request(body)
                 self._handle(conn, req, batch, replies)
@@ -398,6 +418,8 @@ class Owner:
             except Exception as exc:  # a bug met by one request: that client is told, all go on
                 traceback.print_exc()
                 replies.append((conn, _re(req, _error(exc))))
+            if len(batch) > before:
+                self.writers.add(conn)
 
     def _drop(self, conn: Conn) -> None:
         if conn.sock not in self.conns:
@@ -561,6 +583,7 @@ class Owner:
     def _redo(self, conn: Conn, req: dict[str, Any], batch: Any, replies: Any) -> None:
         """Handle a request that waited (for a run to load, or for a lease)."""
         if conn.alive:
+            self.writers.add(conn)  # (a retried open_run or a parked write)
             try:
                 self._handle(conn, req, batch, replies)
             except LetItLoopError as exc:
@@ -662,7 +685,18 @@ class Owner:
                 if job[0] == "exit":
                     return
                 self._db_job(job)
-        except BaseException:  # DuckDB failed: die, so a fresh owner replays the log
+        except BaseException as exc:  # DuckDB failed: die, so a fresh owner replays the log
+            full = disk_full(exc)
+            if full is not None:  # said plainly: clients show the end of this log to people
+                print(
+                    f"error: no space left on the device holding the journal {self.paths.db} "
+                    f"({full}); every acknowledged record is kept in its log\n"
+                    f"  fix: free space on the disk of {self.paths.root} (`df -h "
+                    f"{self.paths.root}`), then run the workflow again",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                os._exit(75)
             traceback.print_exc()
             sys.stderr.flush()
             os._exit(70)
@@ -783,6 +817,18 @@ def main(argv: list[str] | None = None) -> int:
         owner = Owner(paths, env_float("LIL_OWNER_IDLE", 300.0))
     except LetItLoopError as exc:  # said plainly: clients show the end of this log to people
         print(f"error: {exc.message}\n  fix: {exc.fix}", file=sys.stderr, flush=True)
+        return 2
+    except Exception as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        print(
+            f"error: no space left on the device holding the journal {paths.db} ({full}); "
+            f"every acknowledged record is kept in its log\n  fix: free space on the disk of "
+            f"{paths.root} (`df -h {paths.root}`), then run the workflow again",
+            file=sys.stderr,
+            flush=True,
+        )
         return 2
     owner.serve(ready_fd=args.ready_fd)
     os.close(lock_fd)  # released only after DuckDB is closed

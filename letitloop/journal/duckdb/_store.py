@@ -124,7 +124,10 @@ class Bad:
 def _fatal(exc: duckdb.Error) -> bool:
     """Errors of the database itself (disk, I/O, a broken connection), not of one record: the
     owner must stop on these, so that a fresh owner replays the log."""
-    return isinstance(exc, (duckdb.IOException, duckdb.FatalException, duckdb.InternalException))
+    from letitloop.journal.duckdb._log import disk_full  # a full disk is not one record's fault
+
+    fatal = (duckdb.IOException, duckdb.FatalException, duckdb.InternalException)
+    return isinstance(exc, fatal) or disk_full(exc) is not None
 
 
 def _json(value: Any) -> str | None:
