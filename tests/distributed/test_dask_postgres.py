@@ -35,6 +35,15 @@ class Cluster:
     workers: list[subprocess.Popen[str]]
     homes: list[Path]
 
+    def stop(self) -> None:
+        """SIGKILL the scheduler and the workers (each its own process group)."""
+        for proc in [*self.workers, self.scheduler]:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+
 
 def _machine_env(home: Path) -> dict[str, str]:
     """What a fresh machine's shell has: no letitloop setting, a home and temp dir of its own."""
@@ -42,10 +51,10 @@ def _machine_env(home: Path) -> dict[str, str]:
     return env | {"HOME": str(home), "TMPDIR": str(home / "tmp"), "LIL_KEY_DIR": str(home / "k")}
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def start_cluster(root: Path) -> Cluster:
+    """A scheduler and two worker "hosts", each a process group with a home of its own."""
     dask = str(Path(sys.executable).with_name("dask"))
-    sched_home = tmp_path / "scheduler-host"
+    sched_home = root / "scheduler-host"
     (sched_home / "tmp").mkdir(parents=True)
     scheduler = subprocess.Popen(
         [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0"],
@@ -65,7 +74,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     assert address, "the scheduler did not start"
     workers, homes = [], []
     for name in ("host-a", "host-b"):
-        home = tmp_path / name
+        home = root / name
         (home / "tmp").mkdir(parents=True)
         homes.append(home)
         workers.append(
@@ -91,13 +100,14 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
                 start_new_session=True,
             )
         )
-    yield Cluster(address, scheduler, workers, homes)
-    for proc in [*workers, scheduler]:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=30)
+    return Cluster(address, scheduler, workers, homes)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    started = start_cluster(tmp_path)
+    yield started
+    started.stop()
 
 
 def _run(tmp: Path, journal: str, address: str, delay: float) -> subprocess.Popen[str]:
