@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from letitloop.cli._shared import journal_option, journal_path
+from letitloop.cli._shared import journal_option, journal_spec
 
 
 @click.command("tui")
@@ -20,6 +20,7 @@ def tui() -> None:
     Example:
         lil tui --journal .letitloop/journal.duckdb
     """
+    from letitloop.journal._config import find_location
     from letitloop.tui._app import LilApp
 
-    LilApp(journal_path()).run()
+    LilApp(find_location(journal_spec())).run()  # a DuckDB file or a postgresql:// URL

@@ -216,7 +216,8 @@ class LilApp(App[None]):
 
 
 def run_app(journal: str | None = None) -> None:
-    """Open the dashboard on ``journal`` (found like ``lil`` does when None)."""
-    from letitloop.journal._config import find_journal
+    """Open the dashboard on ``journal`` (a DuckDB file or a postgresql:// URL; found like
+    ``lil`` does when None)."""
+    from letitloop.journal._config import find_location
 
-    LilApp(find_journal(journal)).run()
+    LilApp(find_location(journal)).run()

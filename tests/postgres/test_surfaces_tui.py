@@ -63,3 +63,37 @@ async def test_lil_tui_follows_a_run_in_another_process_within_a_second(
     # each latency is: the gate seen (5 ms polls), the step journaled, NOTIFY, the TUI redrawn
     assert statistics.median(latencies) < 1.0, latencies
     assert max(latencies) < 3.0, latencies
+
+
+def test_the_installed_lil_tui_shows_a_postgres_journal(pg_dsn: str, tmp_path: Path) -> None:
+    """``lil-tui --journal postgresql://...`` in a real terminal (tmux) follows the run."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "tests" / "tui"))
+    from test_tmux import LIL_TUI, Terminal
+
+    env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT))
+    env.pop("LIL_JOURNAL", None)
+    env.pop("TMUX", None)
+    term = Terminal([str(LIL_TUI), "--journal", f"'{pg_dsn}'"], env)
+    try:
+        term.wait_for("runs", timeout=60)
+        for i in range(STEPS):
+            (tmp_path / f"go.{i}").touch()
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "postgres" / "surface_workflows.py"),
+                pg_dsn,
+                str(tmp_path),
+                str(STEPS),
+            ],
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0
+        shown = term.wait_for(RUN_ID, "completed", f"{STEPS}/{STEPS}", timeout=30)
+        assert "error" not in shown.lower()
+    finally:
+        term.close()
