@@ -320,13 +320,13 @@ def resume_cmd(run: str, as_json: bool) -> None:
     Example:
         lil runs resume pipeline.main:customer-42
     """
-    from letitloop.journal._config import find_journal
+    from letitloop.journal._config import find_location
     from letitloop.kernel._errors import Suspended
     from letitloop.kernel._resume import resume_run
 
     journal = open_cli_journal()
     run_id = journal.find_run(run)
-    os.environ["LIL_JOURNAL"] = str(find_journal(journal_spec()))  # the workflow's default
+    os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default
     entry = journal.get_run(run_id).entry
     if entry:  # importing runs the module's top level: say so before it happens
         where = entry.rpartition(":")[0]
