@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +76,7 @@ def check_payload(schema: dict[str, Any] | None, payload: Any, what: str) -> Non
     """Validate ``payload`` against a JSON schema (jsonschema is imported only when needed)."""
     if schema is None:
         return
-    import jsonschema  # type: ignore[import-untyped]
+    jsonschema = _jsonschema()
 
     try:
         jsonschema.validate(payload, schema)
@@ -94,6 +96,32 @@ def check_payload(schema: dict[str, Any] | None, payload: Any, what: str) -> Non
             f"{what} is nested too deeply to check against the approval's schema",
             fix="send a flatter payload",
         ) from None
+
+
+def _jsonschema() -> Any:
+    """jsonschema, imported without ``rfc3987_syntax``: that optional format checker builds a
+    grammar at import (about 3 s here) for a format approvals never check; the owner must not
+    stall its clients that long."""
+    with _import_lock:
+        blocked = "rfc3987_syntax" not in sys.modules
+        if blocked:
+            sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+        try:
+            import jsonschema  # type: ignore[import-untyped]
+        finally:
+            if blocked:
+                del sys.modules["rfc3987_syntax"]
+        return jsonschema
+
+
+def warm() -> None:
+    """Import jsonschema on a thread now (an approval with a schema was asked), so that checking
+    its answer later does not wait for the import."""
+    if "jsonschema" not in sys.modules:
+        threading.Thread(target=_jsonschema, name="lil-jsonschema", daemon=True).start()
+
+
+_import_lock = threading.Lock()
 
 
 def ask(

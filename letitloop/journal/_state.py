@@ -300,7 +300,7 @@ class JournalState:
             if k == "resolve":
                 self._check_resolve(entry, rec)
             return True
-        if k != "run" and entry.holder != session:
+        if entry.holder != session:  # every kind: a run's header (entry, arguments) too
             raise RunLockedError(
                 f"this process does not hold run {run_id} (held by "
                 f"{holder_label(entry.holder) if entry.holder else 'nobody'})",
@@ -434,6 +434,10 @@ class JournalState:
             step["err"] = old.get("err")  # the policy's counts, wait and critique carry forward
         if rec["kind"] == "approval":  # the request and its decision stay with the position
             step["ask"] = rec.get("ask") or (old or {}).get("ask")
+            if (rec.get("ask") or {}).get("schema"):  # its answer will be checked: import now
+                from letitloop.journal._approvals import warm
+
+                warm()
             # only the same attempt's answer: a superseded attempt's (the cell was edited and
             # asks again) must not decide the new request
             if old is not None and old.get("ans") is not None and old["att"] == rec["att"]:

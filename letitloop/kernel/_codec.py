@@ -442,6 +442,13 @@ class Codec:
             **ids,
         )
 
+    def mac(self, body: bytes) -> bytes | None:
+        """HMAC-SHA256 of ``body`` under the journal key (None without a key): authenticates
+        other journaled data, such as a run's entry point (``kernel._entry``)."""
+        if self._key is None:
+            return None
+        return hmac.new(self._key, body, hashlib.sha256).digest()
+
     def _sign(self, body: bytes) -> bytes:
         assert self._key is not None
         return hmac.new(self._key, body, hashlib.sha256).digest() + body

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from letitloop.journal._contract import Journal
+from letitloop.kernel._entry import verify_entry
 from letitloop.kernel._errors import ConfigError
 from letitloop.kernel._runtime import codec_for, run_again
 
@@ -53,13 +54,16 @@ def resume_run(journal: Journal, run: str) -> Any:
             fix="call the workflow again from your code with the same arguments",
             run_id=run_id,
         )
-    fn = load_entry(detail.entry, run_id)
-    decoded: Any = codec_for(journal).decode(*detail.args, what=f"arguments of run {run_id}")
+    codec = codec_for(journal)
+    # the journal is data: import only an entry point (and arguments) the journal's key signed
+    entry = verify_entry(codec, run_id, info.workflow, detail.entry, detail.args)
+    fn = load_entry(entry, run_id)
+    decoded: Any = codec.decode(*detail.args, what=f"arguments of run {run_id}")
     args, kwargs = decoded
     computed, call = run_again(fn, info.workflow, args, kwargs, journal)
     if computed != run_id:
         raise ConfigError(
-            f"run {run_id} cannot be resumed by name: calling {detail.entry} with its arguments "
+            f"run {run_id} cannot be resumed by name: calling {entry} with its arguments "
             f"now gives run {computed} (the workflow's name or run_id option changed)",
             fix="call the workflow again from your code",
             run_id=run_id,

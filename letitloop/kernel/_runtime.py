@@ -38,6 +38,7 @@ from letitloop.kernel._context import (
     current_step_var,
     require_run,
 )
+from letitloop.kernel._entry import sign_entry
 from letitloop.kernel._errors import (
     CodecError,
     ConfigError,
@@ -154,7 +155,9 @@ class _Invocation:
             workflow=self.workflow,
             key=self.key,
             args=self.args,
-            entry=_entry_point(self.fn),
+            entry=sign_entry(  # authenticated: resume by name imports only what the key signed
+                self.codec, self.run_id, self.workflow, _entry_point(self.fn), self.args
+            ),
             parent=parent,
             lease=True,
             lock_timeout=self.opts.lock_timeout,
