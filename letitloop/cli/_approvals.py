@@ -48,15 +48,19 @@ def list_cmd(
     if not rows:
         out.say(f"no {wanted or ''} approvals".replace("  ", " "))
         return
-    table = out.make_table("id", "name", "status", "run", "asked", "deadline", "payload")
-    for r in rows:
+    decided = any(r.decided_by for r in rows)
+    columns = ["id", "name", "status", "run", "asked", "deadline"] + ["decided"] * decided
+    table = out.make_table(*columns, "payload")
+    for r in rows:  # times local and human: "2026-12-01 21:04:30 (5m ago)"
+        who = [f"{r.decided_by} {out.stamp(r.decided_at)}" if r.decided_by else "-"] * decided
         table.add_row(
             r.id,
             r.name,
             out.status_text(_status(r)),
             r.run_id,
-            out.ago(r.created),
+            out.stamp(r.created),
             _deadline(r),
+            *who,
             _short(r.payload),
         )
     out.say(table)
@@ -81,12 +85,12 @@ def show_cmd(approval_id: str, as_json: bool) -> None:
         f"approval {row.id}: {row.name!r}",
         f"run        {row.run_id} (position {row.position})",
         f"status     {_status(row)}",
-        f"asked      {out.ago(row.created)}",
+        f"asked      {out.stamp(row.created)}",
         f"deadline   {_deadline(row)} (on timeout: {row.on_timeout})",
     ]
     if row.decided_by:
         how = " (timed out)" if row.timed_out else ""
-        lines.append(f"decided    by {row.decided_by} {out.ago(row.decided_at or 0)}{how}")
+        lines.append(f"decided    by {row.decided_by} {out.stamp(row.decided_at)}{how}")
     if row.comment:
         lines.append(f"comment    {row.comment}")
     lines += ["payload", json.dumps(row.payload, indent=2, ensure_ascii=False)]
@@ -198,8 +202,11 @@ def _status(row: ApprovalInfo) -> str:
 def _deadline(row: ApprovalInfo) -> str:
     if row.deadline is None:
         return "none"
+    from letitloop.journal._preview import local_time
+
     left = row.deadline - time.time()
-    return f"in {out.duration(left)}" if left > 0 else f"passed {out.ago(row.deadline)}"
+    when = local_time(row.deadline)
+    return f"{when} (in {out.duration(left)})" if left > 0 else f"{when} (passed)"
 
 
 def _short(payload: Any) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -231,16 +233,34 @@ def sql_cmd(query: str, as_json: bool) -> None:
         return
     table = out.make_table(*[str(c) for c in result["columns"]])
     for row in result["rows"]:
-        table.add_row(*[out.text(_cell(v)) for v in row])
+        cells = zip(result["columns"], row, strict=True)
+        table.add_row(*[out.text(_cell(v, c)) for c, v in cells])
     out.say(table)
     n = len(result["rows"])
     cut = " (truncated: the result has more; narrow the query)" if result.get("truncated") else ""
     out.say(out.text(f"({n} row{'s' if n != 1 else ''}{cut})", "dim"))
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, column: str = "") -> str:
+    """One value as people read it: times local (an epoch-seconds column of the journal, or a
+    TIMESTAMP, e.g. of the ``v_*`` views), bytes by their size; ``--json`` keeps raw values."""
+    from letitloop.journal._preview import local_time
+
     if value is None:
         return "NULL"
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
+    epoch = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if epoch and str(column).lower() in TIME_COLUMNS and 1e8 < value < 1e11:
+        return local_time(value)
+    if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
+        return local_time(datetime.fromisoformat(value).timestamp())
     return out.one_line(value, 80)
+
+
+# the journal's columns holding epoch seconds (see `lil journal schema`)
+TIME_COLUMNS = frozenset(
+    "created updated started ended ts deadline decided_at expires set_aside try_started "
+    "last_active".split()
+)
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d(:?\d\d)?)?")

@@ -133,7 +133,7 @@ def maps_json(journal: Any, detail: RunDetail) -> list[dict[str, Any]]:
 def result_preview(detail: RunDetail) -> str | None:
     from letitloop.journal._preview import preview
 
-    return preview(*detail.result) if detail.result else None
+    return preview(*detail.result, shown=detail.result_shown) if detail.result else None
 
 
 def detail_json(detail: RunDetail) -> dict[str, Any]:

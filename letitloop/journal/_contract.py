@@ -117,6 +117,7 @@ class RunDetail(NamedTuple):
     result: Encoded | None
     entry: str | None = None  # "module:qualname" (or "/path/script.py:qualname") to resume by
     args: Encoded | None = None  # the call's encoded [args, kwargs]
+    result_shown: str | None = None  # a pickled result's short repr, taken when it was written
 
 
 class EventInfo(NamedTuple):

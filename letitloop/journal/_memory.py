@@ -280,6 +280,7 @@ class MemoryJournal(RecordWrites):
                 entry.result,
                 entry.entry,
                 (entry.args[0], entry.args[1]) if entry.args else None,
+                entry.result_shown,
             )
 
     def events(

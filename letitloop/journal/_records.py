@@ -6,7 +6,7 @@ the same key and is dropped, which makes every write idempotent. Records are val
 they reach the owner's log, so a malformed record can never poison recovery.
 
     run      a run starts or resumes        run wf key epoch try args entry parent by ts
-    done     the run returned               run epoch codec out ts
+    done     the run returned               run epoch codec out ts [shown]
     fail     the run raised                 run epoch try err ts
     step     an attempt started             run epoch pos att kind name fp ts [ask]
     ok       an attempt completed           run epoch pos att kind name fp codec out next ts [shown]
@@ -60,7 +60,14 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "by": _STR,
         "ts": _NUM,
     },
-    "done": {"run": _STR, "epoch": _INT, "codec": _STR, "out": (bytes,), "ts": _NUM},
+    "done": {
+        "run": _STR,
+        "epoch": _INT,
+        "codec": _STR,
+        "out": (bytes,),
+        "ts": _NUM,
+        "shown": _OPT_STR,  # a pickled result's short repr, taken when it was written
+    },
     "fail": {"run": _STR, "epoch": _INT, "try": _INT, "err": (dict,), "ts": _NUM},
     "step": {**_STEP_ID, **_STEP_WHAT},
     "ok": {

@@ -43,6 +43,7 @@ class RunEntry:
         self.entry: str | None = None
         self.parent: str | None = None
         self.result: tuple[str, bytes] | None = None
+        self.result_shown: str | None = None  # a pickled result's repr, taken when written
         self.error: dict[str, Any] | None = None
         self.steps: dict[int, dict[str, Any]] = {}
         self.keys: set[str] = set()
@@ -381,6 +382,7 @@ class JournalState:
             entry.started_by = rec["by"]
         elif k == "done":
             entry.status, entry.result, entry.error = "completed", (rec["codec"], rec["out"]), None
+            entry.result_shown = rec.get("shown")
             entry.current = None
         elif k == "fail":
             entry.status, entry.error = "failed", rec["err"]

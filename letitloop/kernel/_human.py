@@ -130,6 +130,9 @@ def _ask(
     aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos, att)
     request = None
     if rec is None:
+        # checked before the clock starts: importing jsonschema can take seconds on a busy
+        # machine, which must not eat into (or past) a short timeout
+        _approvals.check_payload(schema, payload, "the approval's payload")
         deadline = time.time() + seconds if seconds is not None else None
         ask = _approvals.ask(aid, payload, schema, deadline, on_timeout)
         request = ctx.record("step", pos, att, "approval", name, fp, ask=ask)

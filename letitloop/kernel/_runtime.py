@@ -215,7 +215,7 @@ class _Invocation:
         codec, data = self.codec.encode(
             result, what=f"result of workflow {self.workflow}", run_id=self.run_id
         )
-        return {
+        rec = {
             "k": "done",
             "run": self.run_id,
             "epoch": ctx.epoch,
@@ -223,6 +223,9 @@ class _Invocation:
             "out": data,
             "ts": time.time(),
         }
+        if codec == "pickle":  # unreadable without unpickling: keep what it looked like now
+            rec["shown"] = short_repr(result)
+        return rec
 
     def fail_record(self, ctx: RunContext, exc: BaseException) -> dict[str, Any]:
         return {

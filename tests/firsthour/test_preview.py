@@ -64,3 +64,65 @@ def test_times_are_local_and_human() -> None:
         "at": "2026-03-04 05:06:07",
         "n": 3,
     }
+
+
+def test_a_pickled_run_result_shows_its_repr_from_when_it_was_written(any_journal: Any) -> None:
+    thing = Opaque("first")
+
+    @durable(journal=any_journal, name="res", run_id="r1")
+    def flow() -> Opaque:
+        return thing
+
+    flow()
+    thing.token = "changed later"
+    detail = any_journal.get_run("res:r1")
+    assert detail.result is not None and detail.result[0] == "pickle"
+    assert detail.result_shown == "Opaque(token='first')"
+
+
+def _lil(journal_path: Any, *args: str) -> str:
+    from click.testing import CliRunner
+
+    from letitloop.cli import lil
+
+    result = CliRunner().invoke(lil, ["--journal", str(journal_path), *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_cli_shows_results_and_times_as_people_read_them(journal_path: Any) -> None:
+    import re
+    import time
+
+    from letitloop import ApprovalPending, approval
+    from letitloop.journal.duckdb._client import open_journal
+
+    journal = open_journal(journal_path)
+
+    @durable(journal=journal, name="res", run_id="r1")
+    def flow() -> Any:
+        step("reply", lambda: Response("hello", Usage(3, 5)))
+        approval("publish", {"n": 1}, wait=False)
+        return Opaque("first")
+
+    try:
+        flow()
+    except ApprovalPending as waiting:
+        journal.decide_approval(waiting.approval_id, approved=True, by="ana")
+    flow()
+    shown = _lil(journal_path, "runs", "show", "r1")
+    assert "Opaque(token='first')" in shown and "pickled object" not in shown
+    assert 'Response(text="hello", usage=Usage(input=3, output=5))' in shown
+    assert "__lil__" not in shown
+    stamp = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+    approvals = _lil(journal_path, "approvals", "list", "--all")
+    assert len(stamp.findall(approvals)) >= 2 and "ana" in approvals  # asked, decided
+    time.sleep(0.1)  # the fold
+    sql = _lil(journal_path, "journal", "sql", "SELECT created, updated FROM runs")
+    assert len(stamp.findall(sql)) == 2 and not re.search(r"\d{10}\.\d", sql)
+    view = _lil(journal_path, "journal", "sql", "SELECT created FROM v_runs")
+    assert len(stamp.findall(view)) == 1
+    rows = journal.sql("SELECT typeof(created) FROM v_runs")["rows"]  # type: ignore[attr-defined]
+    assert rows == [["TIMESTAMP WITH TIME ZONE"]]
+    schema = _lil(journal_path, "journal", "schema")
+    assert "v_runs (view)" in schema and "v_steps (view)" in schema

@@ -566,6 +566,7 @@ class OwnerJournal(RecordWrites):
             (result[0], result[1]) if result else None,
             msg.get("entry"),
             (args[0], args[1]) if args else None,
+            result[2] if result and len(result) > 2 else None,
         )
 
     def events(

@@ -80,7 +80,24 @@ ALTER TABLE steps ADD COLUMN IF NOT EXISTS shown VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS busy DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS try_started DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_active DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS result_shown VARCHAR;
 """
+# the tables with their epoch-seconds columns as TIMESTAMP WITH TIME ZONE, for SQL on times
+# (``WHERE created > now() - INTERVAL 1 DAY``); rebuilt on open so they follow added columns
+TIME_VIEWS = {
+    "runs": ("created", "updated", "try_started", "last_active"),
+    "steps": ("started", "ended"),
+    "events": ("ts",),
+    "approvals": ("created", "deadline", "decided_at"),
+    "proposals": ("created", "decided_at"),
+    "cache": ("created", "expires"),
+}
+VIEWS = "".join(
+    f"CREATE OR REPLACE VIEW v_{table} AS SELECT * REPLACE ("
+    + ", ".join(f"to_timestamp({c}) AS {c}" for c in columns)
+    + f") FROM {table};\n"
+    for table, columns in TIME_VIEWS.items()
+)
 
 _STEP_COLS = (
     "run_id epoch position attempt kind name fingerprint status started ended codec output size "
@@ -167,6 +184,7 @@ class Store:
                 fix="upgrade letitloop to the version that wrote this journal",
             )
         self.db.execute(ADDITIONS)
+        self.db.execute(VIEWS)
         self.lg = CheckpointStore(self.db)  # graph checkpoints: their tables are added on open
         self.journal_id: str = self.meta("journal_id") or ""
         self.schema_version = SCHEMA_VERSION
@@ -469,8 +487,8 @@ class Store:
         elif k == "done":
             self.db.execute(
                 "UPDATE runs SET status = 'completed', result_codec = ?, result = ?, error = NULL,"
-                " updated = ? WHERE run_id = ?",
-                [rec["codec"], rec["out"], ts, run_id],
+                " updated = ?, result_shown = ? WHERE run_id = ?",
+                [rec["codec"], rec["out"], ts, rec.get("shown"), run_id],
             )
         elif k == "fail":
             self.db.execute(
@@ -731,10 +749,11 @@ class Store:
         return out
 
     def result(self, run_id: str) -> list[Any] | None:
+        """The run's encoded result and, for a pickled one, the repr kept when it was written."""
         row = self.db.execute(
-            "SELECT result_codec, result FROM runs WHERE run_id = ?", [run_id]
+            "SELECT result_codec, result, result_shown FROM runs WHERE run_id = ?", [run_id]
         ).fetchone()
-        return [row[0], row[1]] if row and row[0] else None
+        return [row[0], row[1], row[2]] if row and row[0] else None
 
     def entry(self, run_id: str) -> tuple[str | None, list[Any] | None]:
         """How to call the run's workflow again: its entry point and encoded arguments."""
