@@ -12,6 +12,7 @@ import difflib
 from typing import Any, NamedTuple
 
 from letitloop.lsp._analysis import Analysis, Finding, enclosing_def, function_at, mask_cell
+from letitloop.lsp._meaning import does_durable_work, step_name
 
 QUICKFIX, REWRITE = "quickfix", "refactor.rewrite"
 
@@ -85,14 +86,17 @@ def _spliced(source: str, transform: Any, *args: Any, **kwargs: Any) -> tuple[li
 
 
 def _callee(source: str, finding: Finding) -> str:
+    """The name a quick fix gives the step or marker: from what the call means (``read_env``
+    for ``os.environ.get``), see ``_meaning.step_name``."""
+    if finding.callee:
+        return step_name(finding.callee)
     line = source.splitlines()[finding.span.line]
     text = (
         line[finding.span.col : finding.span.end_col]
         if finding.span.line == finding.span.end_line
         else line[finding.span.col :]
     )
-    head = text.split("(", 1)[0].strip()
-    return head.rsplit(".", 1)[-1] or "effect"
+    return step_name(text.split("(", 1)[0].strip())
 
 
 def fix_for(source: str, finding: Finding) -> Action | None:
@@ -130,7 +134,8 @@ def fix_for(source: str, finding: Finding) -> Action | None:
 
 def refactors(source: str, analysis: Analysis, line: int, col: int, end_line: int) -> list[Action]:
     """Actions offered wherever the cursor is: wrap the call in step(), wrap the selected
-    statements in atomic_marker, make the enclosing function @durable."""
+    statements in atomic_marker, make the enclosing function @durable (only a function that
+    calls step() or does what a durable function must journal: see ``_meaning``)."""
     from letitloop import splice
 
     actions: list[Action] = []
@@ -153,7 +158,8 @@ def refactors(source: str, analysis: Analysis, line: int, col: int, end_line: in
         except splice.SpliceError:
             pass
     target = enclosing_def(source, line)
-    if target is not None and (inside is None or inside.span.line > line):
+    offer = target is not None and (inside is None or inside.span.line > line)
+    if offer and target is not None and does_durable_work(mask_cell(source)[0], target):
         try:
             edits, diff = _spliced(source, splice.add_durable, target)
             if edits:

@@ -106,7 +106,7 @@ def _shift_site(s: StepSite, by: int) -> StepSite:
 
 
 def _shift_finding(f: Finding, by: int) -> Finding:
-    return Finding(f.code, f.message, f.severity, _shift(f.span, by), f.fix, f.target)
+    return f._replace(span=_shift(f.span, by))
 
 
 def _visit(

@@ -211,6 +211,15 @@ class JournalView:
                 self._approvals = cached
         return cached
 
+    def all_runs(self, path: str, fn: DurableFunction, limit: int) -> tuple[list[Any], int]:
+        """The newest ``limit`` runs of ``fn`` and how many it has (``[], 0`` when the journal
+        is unreachable or it never ran)."""
+        if not self.ready():
+            return [], 0
+        index = self._runs_by_suffix()
+        runs = [r for c in workflow_candidates(path, fn) for r in index.get(c, ())]
+        return runs[:limit], len(runs)
+
     def state(self, path: str, fn: DurableFunction) -> FunctionState:
         """The recent runs of ``fn`` with their attempts; EMPTY if the journal is unreachable."""
         try:

@@ -93,6 +93,7 @@ class Finding(NamedTuple):
     span: Span
     fix: str | None  # "wrap_in_step" | "wrap_in_marker" | "add_durable" | None
     target: str | None = None  # add_durable: the function to decorate
+    callee: str | None = None  # the call's resolved dotted name (``os.environ.get``), if any
 
 
 class StepSite(NamedTuple):
@@ -387,7 +388,9 @@ class RuleVisitor(ast.NodeVisitor):
     # -- calls ----------------------------------------------------------------------------
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if self.scope.checked and self.dotted(node.value) == "os.environ":
-            self.report("LIL002", node, "os.environ[...] is read outside a step")
+            self.report(
+                "LIL002", node, "os.environ[...] is read outside a step", callee="os.environ[]"
+            )
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -448,13 +451,17 @@ class RuleVisitor(ast.NodeVisitor):
             full.startswith(_NONDET_PREFIXES) and last[:1].islower() and last != "seed"
         ):
             self.report(
-                "LIL001", node, f"{full}() gives a different value on replay: journal it in a step"
+                "LIL001",
+                node,
+                f"{full}() gives a different value on replay: journal it in a step",
+                callee=full,
             )
         elif full in ENVIRONMENT:
             self.report(
                 "LIL002",
                 node,
                 f"{full}() reads the environment, which may differ on resume: journal it in a step",
+                callee=full,
             )
         elif root in self.clients or (full.startswith(_NETWORK_PREFIXES) and last[:1].islower()):
             self.report(
@@ -462,6 +469,7 @@ class RuleVisitor(ast.NodeVisitor):
                 node,
                 f"{full}() calls the network outside a step: a resume repeats it and may get "
                 "a different answer",
+                callee=full,
             )
         elif (
             full in SIDE_EFFECTS
@@ -474,11 +482,12 @@ class RuleVisitor(ast.NodeVisitor):
                 node,
                 f"{full or last}() has a side effect that a resume repeats: put it in a step or "
                 "an atomic_marker block",
+                callee=full or last,
             )
 
-    def report(self, code: str, node: ast.AST, message: str) -> None:
+    def report(self, code: str, node: ast.AST, message: str, callee: str | None = None) -> None:
         severity, _, fix = CODES[code]
-        self.findings.append(Finding(code, message, severity, self.span(node), fix))
+        self.findings.append(Finding(code, message, severity, self.span(node), fix, callee=callee))
 
 
 def _writes(node: ast.Call) -> bool:

@@ -309,14 +309,15 @@ async def code_lens(ls: LilServer, params: types.CodeLensParams) -> list[types.C
         lenses.append(types.CodeLens(range=ls.range(lines, span), command=cmd))
 
     for fn, state in zip(analysis.functions, states, strict=True):
-        lens(fn.name_span, _journal_view.function_lens_title(state), "letitloop.showRuns", uri)
+        head = _journal_view.function_lens_title(state)
+        lens(fn.name_span, head, "letitloop.showRuns", uri, fn.qualname)
         resume = _journal_view.resumable(state)
         if resume:
             lens(fn.name_span, "Resume last run", "letitloop.resumeRun", resume, uri)
         for site in fn.steps:
             title = _journal_view.step_lens_title(state, site)
             if title:
-                lens(site.name_span, title, "letitloop.showRuns", uri)
+                lens(site.name_span, title, "letitloop.showRuns", uri, fn.qualname)
         for approval in state.approvals:
             asked = next((s for s in fn.steps if s.name == approval.name), None)
             if asked is not None:
@@ -385,13 +386,48 @@ def _proposals(ls: LilServer) -> list[Any]:
 
 
 @server.command("letitloop.showRuns")
-def show_runs(ls: LilServer, uri: str) -> None:
-    ls.window_show_message(
-        types.ShowMessageParams(
-            type=types.MessageType.Info,
-            message=f"letitloop: `lil runs list` shows the runs of {ls.path(uri)}'s workflows",
+async def show_runs(ls: LilServer, uri: str, qualname: str = "") -> dict[str, Any]:
+    """Open the list of a durable function's runs: a Markdown page the editor shows with
+    ``window/showDocument`` (or, for an editor without it, the list in a message). The result
+    carries the runs and the page's URI, for clients that show them themselves."""
+    from letitloop.lsp import _runs_view
+
+    source, _ = ls.text(uri)
+    path = ls.path(uri)
+    functions = analyze(source).functions
+    fn = next((f for f in functions if f.qualname == qualname), None)
+    if fn is None and len(functions) == 1:
+        fn = functions[0]
+    if fn is None:
+        message = f"letitloop: no durable function {qualname!r} in {path}"
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
         )
-    )
+        return {"runs": [], "view": None}
+    runs, total = await asyncio.to_thread(ls.view.all_runs, path, fn, _runs_view.VIEW_RUNS)
+    workflow = runs[0].workflow if runs else _journal_view.workflow_candidates(path, fn)[0]
+    page = _runs_view.render_runs_view(workflow, fn.qualname, path, runs, total)
+    view = await asyncio.to_thread(_runs_view.write_view, workflow, fn.qualname, page)
+    view_uri = view.as_uri()
+    window = ls.client_capabilities.window
+    shown = False
+    if window is not None and window.show_document is not None and window.show_document.support:
+        answer = await ls.window_show_document_async(
+            types.ShowDocumentParams(uri=view_uri, take_focus=True)
+        )
+        shown = bool(answer and answer.success)
+    if not shown:
+        message = _runs_view.render_message(workflow, fn.qualname, runs, total)
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=f"{message}\nview: {view}")
+        )
+    return {
+        "workflow": workflow,
+        "total": total,
+        "runs": [_runs_view.run_summary(r) for r in runs],
+        "view": view_uri,
+        "shown": shown,
+    }
 
 
 @server.command("letitloop.resumeRun")

@@ -335,3 +335,47 @@ async def wait_for_code_lens(client: LanguageClient, uri: str, line: int, prefix
         if titles and titles[0].startswith(prefix):
             return
         await wait_diagnostics(client, uri, timeout=60)
+
+
+async def test_the_main_lens_opens_the_runs_of_the_function(client: LanguageClient) -> None:
+    """Issue 15, point 16: it pointed at the terminal (``lil runs list``); now it opens a page
+    of the function's runs (``window/showDocument``), or lists them in a message for an
+    editor that cannot be asked to show a document."""
+    uri = await open_doc(client, FLOWS)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=tdi(uri))
+    )
+    (main,) = [
+        lens.command
+        for lens in lenses
+        if lens.range.start.line == line_of(FLOWS_SOURCE, "def pipeline")
+        and lens.command is not None
+        and lens.command.command == "letitloop.showRuns"
+    ]
+    assert list(main.arguments or ()) == [uri, "pipeline"]
+    messages = len(client.messages)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=main.command, arguments=main.arguments)
+    )
+    assert result["workflow"] == "flows.pipeline" and result["total"] == 2
+    statuses = sorted(r["status"] for r in result["runs"])
+    assert statuses == ["completed", "failed"]
+    failed = next(r for r in result["runs"] if r["status"] == "failed")
+    assert failed["error"] == "ZeroDivisionError: division by zero"
+    page = Path(result["view"].removeprefix("file://")).read_text(encoding="utf-8")
+    assert page.startswith("# Runs of `flows.pipeline`")
+    for run in result["runs"]:
+        assert f"| `{run['run_id']}` | {run['status']} |" in page
+        assert f"`lil runs show {run['run_id']}`" in page
+    assert f"- continue: `lil runs resume {failed['run_id']}`" in page
+    window = pytest_lsp.client_capabilities(client.spec).window  # type: ignore[attr-defined]
+    if window and window.show_document and window.show_document.support:
+        assert result["shown"] is True
+        assert [p.uri for p in client.shown_documents] == [result["view"]]
+        assert client.shown_documents[0].take_focus
+    else:
+        assert result["shown"] is False and not client.shown_documents
+        text = client.messages[messages].message
+        assert text.startswith("letitloop: 2 runs of flows.pipeline")
+        assert failed["run_id"] in text
+    assert not any("lil runs list" in m.message for m in client.messages)

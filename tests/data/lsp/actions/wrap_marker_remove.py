@@ -19,7 +19,7 @@ def sync_customer(user_id: int) -> str:
     user = step("fetch_user", fetch, user_id)
     stamp = ("héllo 🎉", time.time())
     page = requests.get("https://example.com")
-    with atomic_marker("remove") as should_execute:
+    with atomic_marker("remove_file") as should_execute:
         if should_execute:
             os.remove("/tmp/report.txt")
     return f"{user} {stamp} {page}"

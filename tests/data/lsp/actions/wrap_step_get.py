@@ -18,6 +18,6 @@ def notify(user):
 def sync_customer(user_id: int) -> str:
     user = step("fetch_user", fetch, user_id)
     stamp = ("héllo 🎉", time.time())
-    page = step("get", requests.get, "https://example.com")
+    page = step("http_get", requests.get, "https://example.com")
     os.remove("/tmp/report.txt")
     return f"{user} {stamp} {page}"

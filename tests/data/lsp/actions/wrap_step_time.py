@@ -17,7 +17,7 @@ def notify(user):
 @durable
 def sync_customer(user_id: int) -> str:
     user = step("fetch_user", fetch, user_id)
-    stamp = ("héllo 🎉", step("time", time.time))
+    stamp = ("héllo 🎉", step("now", time.time))
     page = requests.get("https://example.com")
     os.remove("/tmp/report.txt")
     return f"{user} {stamp} {page}"

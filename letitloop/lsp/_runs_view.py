@@ -1,0 +1,118 @@
+"""The view the main code lens opens: every run of one durable function, as a Markdown page.
+
+``letitloop.showRuns`` renders the function's runs (newest first: status, steps, when, how long,
+cost, the error, and the ``lil`` commands that act on each), writes the page to a file of its
+own under the user's cache directory, and asks the editor to open it (``window/showDocument``).
+An editor without that request (Neovim 0.7) gets the same list in a message and the page's path
+in the command's result. Rendering is pure; only ``write_view`` touches the disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from letitloop.journal._preview import local_time
+from letitloop.lsp._journal_view import ago, cost, error_summary
+
+VIEW_RUNS = 50  # runs listed on the page, newest first
+MESSAGE_RUNS = 5  # runs listed in the fallback message
+
+
+def seconds(run: Any) -> str:
+    """How long a run executed: the sum of its tries when the journal knows it."""
+    value = getattr(run, "active_seconds", None)
+    if value is None:
+        value = max(0.0, run.updated - run.created)
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.1f} s" if value < 120 else f"{value / 60:.1f} min"
+
+
+def run_summary(run: Any) -> dict[str, Any]:
+    """One run as the command's result carries it (JSON for the client)."""
+    return {
+        "run_id": run.run_id,
+        "status": run.status,
+        "steps": run.steps_done,
+        "started": local_time(run.created),
+        "updated": local_time(run.updated),
+        "duration": seconds(run),
+        "cost": cost(run.cost_micros),
+        "error": error_summary(run.error) or None,
+    }
+
+
+def render_runs_view(
+    workflow: str | None, qualname: str, path: str, runs: Sequence[Any], total: int,
+    now: float | None = None,
+) -> str:  # fmt: skip
+    """Markdown listing the runs of ``qualname`` (defined in ``path``)."""
+    title = f"# Runs of `{workflow or qualname}`"
+    where = f"`{qualname}` in `{path}`"
+    if not runs:
+        return (
+            f"{title}\n\n{where} has no run in the journal yet. Call it once (or run the cell) "
+            "and run the lens again.\n"
+        )
+    shown = f"the newest {len(runs)} of {total}" if total > len(runs) else f"{total}"
+    lines = [title, "", f"{where}: {shown} run{'s' if total != 1 else ''}, newest first.", ""]
+    lines += ["| run | status | steps | started | duration | cost |", "|---|---|---|---|---|---|"]
+    for run in runs:
+        lines.append(
+            f"| `{run.run_id}` | {run.status} | {run.steps_done} | {local_time(run.created)} "
+            f"({ago(run.created, now)}) | {seconds(run)} | {cost(run.cost_micros)} |"
+        )
+    for run in runs:
+        lines += ["", f"## `{run.run_id}`: {run.status}", ""]
+        if run.current_step:
+            lines.append(f"- last step: `{run.current_step}`")
+        if run.error:
+            lines.append(f"- error: `{error_summary(run.error)}`")
+        lines.append(f"- inspect: `lil runs show {run.run_id}`")
+        if run.status in ("interrupted", "failed", "suspended"):
+            lines.append(f"- continue: `lil runs resume {run.run_id}`")
+        lines.append(f"- start over: `lil runs reset {run.run_id}`")
+    return "\n".join(lines) + "\n"
+
+
+def render_message(workflow: str | None, qualname: str, runs: Sequence[Any], total: int) -> str:
+    """The same list in a few lines, for an editor that cannot open a document."""
+    if not runs:
+        return f"letitloop: {qualname} has no run in the journal yet"
+    head = f"letitloop: {total} run{'s' if total != 1 else ''} of {workflow or qualname}"
+    rows = [
+        f"  {r.run_id}  {r.status}  {r.steps_done} steps  {seconds(r)}  {ago(r.updated)}"
+        for r in runs[:MESSAGE_RUNS]
+    ]
+    if total > MESSAGE_RUNS:
+        rows.append(f"  … and {total - MESSAGE_RUNS} more")
+    return "\n".join([head, *rows])
+
+
+def views_dir() -> Path:
+    """Where the pages go: ``$XDG_CACHE_HOME/letitloop/runs`` (``~/.cache`` by default), or the
+    temporary directory when there is no home."""
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        str(Path.home() / ".cache") if Path.home().is_dir() else tempfile.gettempdir()
+    )
+    return Path(base) / "letitloop" / "runs"
+
+
+def write_view(workflow: str | None, qualname: str, text: str) -> Path:
+    """Write the page atomically; one file per workflow, rewritten each time."""
+    name = workflow or qualname
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:80]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    folder = views_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"runs-{safe}-{digest}.md"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".runs-", suffix=".md")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, target)
+    return target
