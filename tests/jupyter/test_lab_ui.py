@@ -315,3 +315,34 @@ def test_a_splice_proposal_applied_from_the_lab_changes_the_file(
     view.locator(".lil-splice-apply").click()
     view.locator(f".lil-splice-message:has-text('applied {proposal.id}')").wait_for()
     assert "return f'hello {name}'" in source.read_text()
+
+
+LSP_CELL = (
+    "import time\n"
+    "from letitloop import durable, step\n\n\n"
+    "@durable\n"
+    "def clocked():\n"
+    "    return time.time()\n"
+)
+
+
+def test_jupyter_lsp_delivers_an_lil001_diagnostic_on_a_notebook_cell(
+    page: Any, lab: dict[str, Any]
+) -> None:
+    """`lil lsp`, registered with jupyter-lsp as docs/editors.md says, marks a non-deterministic
+    call in a durable function of a notebook cell, with LIL001's message."""
+    cells = [new_code_cell(LSP_CELL)]
+    nbformat.write(new_notebook(cells=cells, metadata=KERNEL), lab["root"] / "lsp.ipynb")
+    page.goto(f"{lab['url']}/lab/tree/lsp.ipynb?token={lab['token']}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    mark = page.locator(".jp-NotebookPanel:visible .cm-lintRange").first
+    mark.wait_for(timeout=90_000)
+    assert mark.inner_text() == "time.time()"
+    mark.hover()
+    tooltip = page.locator(".cm-tooltip-lint, .cm-tooltip-hover").first
+    tooltip.wait_for(timeout=15_000)
+    text = tooltip.inner_text()
+    # LIL001's message, from the letitloop server (the tooltip shows the source, not the code)
+    assert "time.time() gives a different value on replay: journal it in a step" in text, text
+    assert "letitloop" in text
+    page.screenshot(path=str(IMG / "lab-lsp.png"))
