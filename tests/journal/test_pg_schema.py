@@ -53,6 +53,8 @@ def test_an_older_journal_is_upgraded_on_open(pg_dsn: str) -> None:
     PgJournal(pg_dsn).close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # back to what version 1 created
         conn.execute("DROP FUNCTION letitloop.lil_fence")
+        conn.execute("ALTER TABLE letitloop.steps DROP COLUMN shown")
+        conn.execute("ALTER TABLE letitloop.runs DROP COLUMN result_shown")
         conn.execute("DELETE FROM letitloop.lil_migrations WHERE version > 1")
     assert _versions(pg_dsn) == [1]
     journal = PgJournal(pg_dsn)

@@ -647,15 +647,18 @@ class PgJournal(RecordWrites):
                 raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
             run = runs[0]
             row = cur.execute(
-                "SELECT result_codec, result, entry, args_codec, args FROM runs WHERE run_id = %s",
+                "SELECT result_codec, result, entry, args_codec, args, result_shown FROM runs "
+                "WHERE run_id = %s",
                 [run_id],
             ).fetchone()
+            shown = {"result_shown": row[5]} if "result_shown" in RunDetail._fields else {}
             return RunDetail(
                 run,
                 _reads.attempts(cur, run_id, run.epoch),
                 (row[0], bytes(row[1])) if row[0] else None,
                 row[2],
                 (row[3], bytes(row[4])) if row[3] else None,
+                **shown,
             )
 
         return self._read(detail)

@@ -23,9 +23,9 @@ from letitloop.journal._contract import (
     Proposal,
     RunInfo,
 )
+from letitloop.journal._preview import preview
 from letitloop.journal._state import _WIRE_FIELDS, RunEntry
 from letitloop.journal.postgres._schema import SEQ_SHIFT
-from letitloop.kernel._codec import preview
 
 # the run's lease is held by a live process: fresh heartbeat, and the advisory lock of
 # (run, token) granted to a session (runs r in scope; %(ttl)s seconds)
@@ -199,7 +199,7 @@ def attempts(cur: Any, run_id: str, epoch: int) -> list[AttemptInfo]:
     rows = cur.execute(
         "SELECT position, attempt, kind, name, fingerprint, status, started, ended, codec, "
         "size, error, next_position, resolution, resolved_by, cost_micros, tokens_in, "
-        "tokens_out, model, cache, CASE WHEN size <= 4096 THEN output END FROM steps "
+        "tokens_out, model, cache, shown, CASE WHEN size <= 4096 THEN output END FROM steps "
         "WHERE run_id = %s AND epoch = %s ORDER BY position, attempt",
         [run_id, epoch],
     ).fetchall()
@@ -219,7 +219,7 @@ def attempts(cur: Any, run_id: str, epoch: int) -> list[AttemptInfo]:
             next_position=r[11],
             resolution=r[12],
             resolved_by=r[13],
-            preview=preview(r[8], bytes(r[19])) if r[19] is not None else None,
+            preview=preview(r[8], bytes(r[20]), shown=r[19]) if r[20] is not None else r[19],
             cost_micros=r[14] or 0,
             tokens_in=r[15] or 0,
             tokens_out=r[16] or 0,

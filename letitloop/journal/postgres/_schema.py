@@ -87,6 +87,11 @@ BEGIN
   RETURN r;
 END $$;
 """,
+    # 3: a pickled output's short repr, taken when it was written (previews never unpickle)
+    """
+ALTER TABLE steps ADD COLUMN shown text;
+ALTER TABLE runs ADD COLUMN result_shown text;
+""",
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises

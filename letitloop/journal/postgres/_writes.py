@@ -19,7 +19,7 @@ from letitloop.journal.postgres._schema import SEQ_SHIFT
 _STEP_COLS = (
     "run_id epoch position attempt kind name fingerprint status started ended codec output size "
     "error next_position resolution resolved_by cost_micros tokens_in tokens_out model cache "
-    "saved_micros"
+    "saved_micros shown"
 ).split()
 _KEY_COLS = ("run_id", "epoch", "position", "attempt")
 _UPSERT_STEP = (
@@ -116,6 +116,7 @@ def _merge_step(steps: dict[tuple[str, int, int, int], dict[str, Any]], rec: Rec
         size=len(out) if out is not None else 0,
         error=_json(rec.get("err")),
         next_position=rec.get("next"),
+        shown=rec.get("shown"),  # a pickled output's repr, taken when written
     )
     if cache := rec.get("cache"):
         row.update(cache="hit" if cache["hit"] else "miss", saved_micros=cache["saved"])
@@ -189,8 +190,8 @@ def _run_level(cur: Any, rec: Record) -> None:
     elif k == "done":
         cur.execute(
             "UPDATE runs SET status = 'completed', result_codec = %s, result = %s, error = NULL,"
-            " updated = %s WHERE run_id = %s",
-            [rec["codec"], rec["out"], ts, run_id],
+            " updated = %s, result_shown = %s WHERE run_id = %s",
+            [rec["codec"], rec["out"], ts, rec.get("shown"), run_id],
         )
     elif k == "fail":
         cur.execute(
