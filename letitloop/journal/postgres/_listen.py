@@ -123,6 +123,9 @@ class Follower:
                     self._catch_up(conn)
                     for _ in conn.notifies(timeout=SAFETY_READ, stop_after=1):
                         pass
+                _close(conn)
+                self.conn = None
+                return
             except Exception as exc:  # lost the server: try again, less and less often
                 self.error = exc
                 if self.conn is not None:
@@ -158,13 +161,11 @@ class Follower:
                     traceback.print_exc()
 
     def close(self) -> None:
+        """Stop following: the thread sees it within ``SAFETY_READ`` and closes its connection
+        (a connection is never closed from another thread while it waits on it)."""
         self.closed = True
-        conn = self.conn
-        if conn is not None:
-            try:  # wake notifies() so the thread sees closed
-                conn.pgconn.cancel_safe() if hasattr(conn.pgconn, "cancel_safe") else None
-            except Exception:
-                pass
+        with self.lock:
+            self.subs.clear()
 
 
 def _close(conn: Any) -> None:
