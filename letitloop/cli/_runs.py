@@ -190,6 +190,7 @@ def show_detail(detail: RunDetail, with_traceback: bool = False) -> None:
 
 
 def attempts_table(attempts: list[AttemptInfo]) -> Any:
+    costs = any(a.cost_micros for a in attempts)  # per attempt: they add up to the run's cost
     table = out.make_table(
         "pos",
         "try",
@@ -198,8 +199,9 @@ def attempts_table(attempts: list[AttemptInfo]) -> Any:
         "status",
         "ms",
         "size",
+        *(["cost"] if costs else []),
         "preview / error",
-        right=("pos", "try", "ms", "size"),
+        right=("pos", "try", "ms", "size", "cost"),
     )
     for a in attempts:
         ms = f"{(a.ended - a.started) * 1000:.1f}" if a.started and a.ended else "-"
@@ -219,6 +221,7 @@ def attempts_table(attempts: list[AttemptInfo]) -> Any:
             out.status_text(a.status),
             ms,
             out.size(a.size) if a.status == "completed" else "-",
+            *([f"${a.cost_micros / 1e6:.6f}"] if costs else []),
             detail,
         )
     return table

@@ -92,3 +92,68 @@ def test_lil_runs_show_gives_the_run_time_and_the_budget(journal_path: Any) -> N
     assert result.exit_code == 0, result.output
     assert "ran for" in result.stdout
     assert "$2.500000, 900 tokens" in result.stdout
+
+
+def test_per_attempt_costs_add_up_to_the_run_total(any_journal: Any) -> None:
+    from letitloop import Retry, record_cost
+
+    tries = {"n": 0}
+
+    def flaky() -> str:
+        tries["n"] += 1
+        record_cost(0.25, input_tokens=10, output_tokens=5)
+        if tries["n"] == 1:
+            raise RuntimeError("rate limited")
+        return "ok"
+
+    @durable(
+        journal=any_journal,
+        name="c",
+        run_id="c1",
+        retry=Retry(attempts=3, backoff=0.0, retry_on=(RuntimeError,)),
+    )
+    def flow() -> str:
+        record = step("cheap", lambda: record_cost(0.5) or "a")
+        return record + step("flaky", flaky)
+
+    assert flow() == "aok"
+    detail = any_journal.get_run("c:c1")
+    assert sum(a.cost_micros for a in detail.attempts) == detail.run.cost_micros == 1_000_000
+    assert [a.cost_micros for a in detail.attempts if a.name == "flaky"] == [250_000, 250_000]
+
+
+def test_approvals_count_toward_steps_done(any_journal: Any) -> None:
+    from letitloop import ApprovalPending, approval
+
+    @durable(journal=any_journal, name="ap", run_id="a1")
+    def flow() -> bool:
+        step("draft", lambda: 1)
+        return approval("publish", {"n": 1}, wait=False).approved
+
+    try:
+        flow()
+    except ApprovalPending as waiting:
+        any_journal.decide_approval(waiting.approval_id, approved=True, by="ana")
+    assert flow() is True
+    [info] = any_journal.list_runs(workflow="ap")
+    positions = {a.position for a in any_journal.get_run("ap:a1").attempts}
+    assert (info.status, info.steps_done, len(positions)) == ("completed", 2, 2)
+
+
+def test_lil_runs_show_lists_each_attempts_cost(journal_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from letitloop import record_cost
+    from letitloop.cli import lil
+    from letitloop.journal.duckdb._client import open_journal
+
+    journal = open_journal(journal_path)
+
+    @durable(journal=journal, name="c", run_id="c2")
+    def flow() -> str:
+        return step("cheap", lambda: record_cost(0.5) or "a")
+
+    flow()
+    result = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "show", "c2"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("$0.500000") == 2  # the attempt's row and the run's total
