@@ -115,6 +115,10 @@ def test_run_inspector_of_the_last_cell_opens_steps(cells: Any, shell: Any) -> N
     assert 'raise TimeoutError("upstream timed out")' in detail.replace("&quot;", '"')
     assert "letitloop/kernel" not in detail  # the user's frames, not the runtime's
     inspector.close()
+    key = widget.row.run_id.split(":", 1)[1]
+    by_prefix = RunInspector(key[:12], journal=journal)  # a prefix of the run's key
+    assert by_prefix.run_id == widget.row.run_id
+    by_prefix.close()
 
 
 def test_run_inspector_without_a_cell_says_what_to_do(journal_path: Any) -> None:
