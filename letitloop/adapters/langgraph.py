@@ -5,8 +5,12 @@
 
 Checkpoints and task writes go through the journal contract (the owner process, its group
 commit and push events), encoded by LangGraph's own serializer (``serde``, JsonPlus by default:
-never a blanket pickle). A thread is the run ``langgraph:<thread_id>`` of workflow
-``langgraph:<graph>``, so ``lil runs``, the TUI and the notebook widgets list it.
+never a blanket pickle). The journal is data, never code: every encoded value is stored with an
+HMAC under the journal's key (the key of authenticated outputs, kept outside the journal) and
+is verified before it reaches ``serde.loads_typed``; and the default serializer rebuilds only
+LangGraph's safe types plus the modules named in ``allowed_modules=`` (strict msgpack), so a
+checkpoint cannot name ``os.system`` to run. A thread is the run ``langgraph:<thread_id>`` of
+workflow ``langgraph:<graph>``, so ``lil runs``, the TUI and the notebook widgets list it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from letitloop.journal._contract import CheckpointRow, CheckpointWrite, Journal
-from letitloop.kernel._errors import ConfigError
+from letitloop.kernel._errors import ConfigError, TamperedDataError
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -35,6 +39,7 @@ try:
         get_checkpoint_metadata,
     )
     from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ConfigError(
@@ -44,6 +49,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["AsyncLetItLoopCheckpointSaver", "LetItLoopCheckpointSaver", "thread_status"]
 PAGE = 64  # checkpoints per journal call when listing one thread
+_MAC = "lil-hmac1:"  # a stored value's type: this prefix, then serde's type; 32 MAC bytes lead
 
 
 class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
@@ -53,6 +59,10 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
     or ``.letitloop/`` upwards). ``graph`` names the workflow threads are listed under. Every
     method is synchronous and thread-safe; the ``a*`` methods run them in a worker thread, so one
     saver serves ``invoke`` and ``ainvoke`` alike.
+
+    ``allowed_modules``: the ``(module, class)`` pairs (or ``(module,)``) of your own types the
+    default serializer may rebuild from a checkpoint, e.g. ``[("myapp.state", "Order")]``;
+    anything else comes back as plain data, never by importing a name the checkpoint chose.
     """
 
     def __init__(
@@ -61,7 +71,11 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
         *,
         graph: str = "graph",
         serde: SerializerProtocol | None = None,
+        allowed_modules: Sequence[tuple[str, ...]] | None = None,
     ) -> None:
+        if serde is None:  # strict: LangGraph's safe types and the ones named, nothing else
+            allowed = [tuple(m) for m in allowed_modules] if allowed_modules else None
+            serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
         super().__init__(serde=serde)
         self._path: str | os.PathLike[str] | None = None
         self._journal: Journal | None = None
@@ -149,7 +163,9 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
                 }
             }
 
-        loads = self.serde.loads_typed
+        def loads(typed: tuple[str, bytes]) -> Any:
+            return self.serde.loads_typed(self._verified(row.thread_id, typed))
+
         return CheckpointTuple(
             config=conf(row.checkpoint_id),
             checkpoint=loads(row.checkpoint),
@@ -157,6 +173,39 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
             parent_config=conf(row.parent_id) if row.parent_id else None,
             pending_writes=[(w.task_id, w.channel, loads(w.value)) for w in row.writes],
         )
+
+    # -- authentication -----------------------------------------------------------------------
+
+    def _mac(self, thread_id: str, typ: str, data: bytes) -> bytes:
+        from letitloop.kernel._runtime import codec_for
+
+        # not bound to the thread: copy_thread() copies checkpoints as they are
+        message = b"\0".join((b"letitloop-langgraph/1", typ.encode(), data))
+        mac = codec_for(self.journal).mac(message)
+        assert mac is not None  # a journal's codec always has its key
+        return mac
+
+    def _dumps(self, thread_id: str, value: Any) -> tuple[str, bytes]:
+        """serde's encoding of ``value``, authenticated for this thread."""
+        typ, data = self.serde.dumps_typed(value)
+        return _MAC + typ, self._mac(thread_id, typ, data) + data
+
+    def _verified(self, thread_id: str, typed: tuple[str, bytes]) -> tuple[str, bytes]:
+        """serde's (type, bytes) of a stored value, only if its MAC verifies."""
+        import hmac
+
+        stored_type, blob = typed
+        typ, mac, data = stored_type[len(_MAC) :], blob[:32], blob[32:]
+        ok = stored_type.startswith(_MAC) and len(blob) >= 32
+        if not (ok and hmac.compare_digest(mac, self._mac(thread_id, typ, data))):
+            raise TamperedDataError(
+                f"a checkpoint of LangGraph thread {thread_id!r} failed authentication: it was "
+                "changed after it was written, written by another letitloop version, or under "
+                "another key; it was not loaded",
+                fix="do not trust this journal; if it is yours, use the key it was written with "
+                "(or delete the thread with delete_thread() and run the graph again)",
+            )
+        return typ, data
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -176,8 +225,8 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
             ns,
             checkpoint["id"],
             c.get("checkpoint_id"),
-            self.serde.dumps_typed(checkpoint),
-            self.serde.dumps_typed(meta),
+            self._dumps(thread_id, checkpoint),
+            self._dumps(thread_id, meta),
             time.time(),
             [],
         )
@@ -203,9 +252,10 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         c = config["configurable"]
+        thread_id = str(c["thread_id"])
         encoded = [
             CheckpointWrite(
-                task_id, WRITES_IDX_MAP.get(ch, i), ch, self.serde.dumps_typed(v), task_path
+                task_id, WRITES_IDX_MAP.get(ch, i), ch, self._dumps(thread_id, v), task_path
             )
             for i, (ch, v) in enumerate(writes)
         ]

@@ -77,7 +77,8 @@ def codec_for(journal: Journal, allow_pickle: bool = True) -> Codec:
             if journal.location == ":memory:"
             else load_or_create_key(journal.journal_id)
         )
-        codec = _codecs[key] = Codec(secret, allow_pickle=allow_pickle)
+        # setdefault: two threads making the first codec at once must agree on one key
+        codec = _codecs.setdefault(key, Codec(secret, allow_pickle=allow_pickle))
     return codec
 
 

@@ -1,0 +1,78 @@
+"""Point 12 of issue 14: a LangGraph checkpoint in the journal is data, never code.
+
+Before the fix, a checkpoint rewritten in the DuckDB file (by anyone who can write it) went
+straight to ``serde.loads_typed``, and LangGraph's permissive default rebuilt any named
+callable: a msgpack extension naming ``os.system`` ran a shell command on the next
+``get_state``. Now every stored value carries an HMAC under the journal's key, checked first,
+and the adapter's default serializer refuses unregistered types. Real owner, real DuckDB file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import ormsgpack
+import pytest
+
+from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
+from letitloop.journal.duckdb._client import stop_owner
+from letitloop.kernel._errors import TamperedDataError
+from tests.adapters.lg_pipeline import build
+
+EXT_CONSTRUCTOR_SINGLE_ARG = 0  # langgraph.checkpoint.serde.jsonplus: module, name, argument
+
+
+def _exploit(pwned: Path) -> bytes:
+    return ormsgpack.packb(
+        ormsgpack.Ext(
+            EXT_CONSTRUCTOR_SINGLE_ARG, ormsgpack.packb(("os", "system", f"touch {pwned}"))
+        )
+    )
+
+
+def _graph(journal_path: Path, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    saver = LetItLoopCheckpointSaver(journal_path, graph="pipeline")
+    app = build(saver, tmp_path / "log")
+    config = {"configurable": {"thread_id": "t1"}}
+    app.invoke({"items": []}, config)  # runs to the review interrupt
+    return app, config
+
+
+@pytest.mark.parametrize("ctype", ["msgpack", "lil-hmac1:msgpack"], ids=["plain", "forged-mac"])
+def test_a_tampered_checkpoint_is_refused_before_it_is_decoded(
+    journal_path: Path, tmp_path: Path, ctype: str
+) -> None:
+    app, config = _graph(journal_path, tmp_path)
+    assert app.get_state(config).values["items"]
+    stop_owner(journal_path)
+    pwned = tmp_path / "pwned"
+    blob = _exploit(pwned) if ctype == "msgpack" else b"\0" * 32 + _exploit(pwned)
+    db = duckdb.connect(str(journal_path))
+    db.execute("UPDATE lg_checkpoints SET ctype = ?, checkpoint = ?", [ctype, blob])
+    db.close()
+
+    app2 = build(LetItLoopCheckpointSaver(journal_path, graph="pipeline"), tmp_path / "log")
+    with pytest.raises(TamperedDataError, match="failed authentication"):
+        app2.get_state(config)
+    assert not pwned.exists(), "the tampered checkpoint ran a shell command"
+
+
+def test_the_default_serializer_refuses_unregistered_types(tmp_path: Path) -> None:
+    from letitloop.journal._memory import MemoryJournal
+
+    pwned = tmp_path / "pwned"
+    saver = LetItLoopCheckpointSaver(MemoryJournal())
+    saver.serde.loads_typed(("msgpack", _exploit(pwned)))  # even past the MAC: plain data
+    assert not pwned.exists()
+
+
+def test_untampered_threads_still_resume(journal_path: Path, tmp_path: Path) -> None:
+    from langgraph.types import Command
+
+    app, config = _graph(journal_path, tmp_path)
+    stop_owner(journal_path)
+    app = build(LetItLoopCheckpointSaver(journal_path, graph="pipeline"), tmp_path / "log")
+    out = app.invoke(Command(resume="yes"), config)
+    assert out["published"] is True
