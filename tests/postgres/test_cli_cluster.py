@@ -86,3 +86,43 @@ def test_a_sigkilled_starter_leaves_no_postmaster_and_no_directory(pg_server: An
         time.sleep(0.05)
     assert not _alive(postmaster), "the postmaster outlived its starter"
     assert not base.exists(), "the cluster directory was left behind"
+
+
+_CHILD_TEST = """
+import os
+
+def test_server(pg_server, pg_dsn):
+    print("MANAGED", pg_server.managed, pg_server.dsn == os.environ["LIL_TEST_PG_DSN"], flush=True)
+"""
+
+
+def _child_pytest(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_child.py").write_text(_CHILD_TEST)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
+        + ["-p", "tests.conftest", "--rootdir", str(tmp_path), str(tmp_path / "test_child.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_lil_test_pg_dsn_points_the_suite_at_an_existing_server(
+    pg_server: Any, tmp_path: Path
+) -> None:
+    env = dict(os.environ, LIL_TEST_PG_DSN=pg_server.dsn, PYTHONPATH=str(ROOT))
+    done = _child_pytest(tmp_path, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MANAGED False True" in done.stdout  # no cluster of its own: the given server
+
+
+def test_missing_server_binaries_fail_with_the_install_command(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LIL_TEST_PG_DSN"}
+    env.update(LIL_PG_BIN=str(tmp_path / "nowhere"), PYTHONPATH=str(ROOT))
+    done = _child_pytest(tmp_path, env)
+    assert done.returncode == 1, done.stdout  # an error, never a skip
+    assert "apt-get install -y postgresql" in done.stdout
+    assert "1 error" in done.stdout and "skipped" not in done.stdout
