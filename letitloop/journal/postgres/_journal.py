@@ -99,7 +99,8 @@ class PgJournal(RecordWrites):
         # accepted records nobody waits for (a step's start) of a held run, already applied to
         # its cached state: written with the next write, or after HOLD_DELAY by a timer
         self._held: list[Record] = []
-        self._held_timer: threading.Timer | None = None
+        self._held_armed = threading.Event()  # wakes the flusher thread (started lazily)
+        self._flusher: threading.Thread | None = None
 
     # -- connections --------------------------------------------------------------------------
 
@@ -389,18 +390,28 @@ class PgJournal(RecordWrites):
             if state.check(rec, self.session):
                 state.apply(rec)
                 self._held.append(rec)
-        if self._held and self._held_timer is None:
-            self._held_timer = threading.Timer(HOLD_DELAY, self._flush)
-            self._held_timer.daemon = True
-            self._held_timer.start()
+        if self._held and not self._held_armed.is_set():
+            if self._flusher is None:
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="lil-pg-flush", daemon=True
+                )
+                self._flusher.start()
+            self._held_armed.set()
         return True
 
     def _take_held(self) -> list[Record]:
         held, self._held = self._held, []
-        if self._held_timer is not None:
-            self._held_timer.cancel()
-            self._held_timer = None
+        self._held_armed.clear()
         return held
+
+    def _flush_loop(self) -> None:
+        """The flusher thread: held records wait at most ``HOLD_DELAY`` for a write to carry
+        them (one thread per journal, not one per record)."""
+        while not self.closed:
+            self._held_armed.wait(1.0)
+            if self._held_armed.is_set():
+                time.sleep(HOLD_DELAY)
+                self._flush()
 
     def _flush(self) -> None:
         """Write held records now (the timer; and before reads and lease changes)."""
@@ -443,7 +454,9 @@ class PgJournal(RecordWrites):
     ) -> None:
         if not history and self._append_held(conn, held, records, sync):
             return
-        records = [*held, *records]  # the run's state was reloaded: check the held ones again
+        for rec in held:  # their runs' cached states have them applied: load what committed
+            self._cache.pop(rec["run"], None)
+        records = [*held, *records]  # checked again against the reloaded states
         session = None if history else self.session
         state = JournalState()
         accepted: list[Record] = []
@@ -721,6 +734,7 @@ class PgJournal(RecordWrites):
             except LetItLoopError:
                 pass
         self.closed = True
+        self._held_armed.set()  # the flusher thread sees closed and ends
         for helper in (self._heartbeat, self._notifier, self._follower):
             if helper is not None:
                 helper.close()
