@@ -187,6 +187,11 @@ def _parse_payload(text: str) -> Any:
             ) from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise LilError(
+            "--payload is nested too deeply to read",
+            fix="send a flatter JSON payload (at most a few hundred levels)",
+        ) from None
     except ValueError as exc:
         raise LilError(
             f"--payload is not valid JSON: {exc}",

@@ -65,6 +65,11 @@ def check_on_timeout(value: str) -> str:
 def to_json(value: Any, what: str) -> str:
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise ConfigError(
+            f"{what} is nested too deeply to journal",
+            fix="send flatter JSON data (at most a few hundred levels)",
+        ) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"{what} must be JSON data (dicts, lists, strings, numbers, booleans, None): {exc}",

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from letitloop.kernel._errors import JournalError
+from letitloop.kernel._errors import JournalError, LetItLoopError
 
 Record = dict[str, Any]
 
@@ -226,13 +226,13 @@ def validate(rec: object) -> Record:
     return rec
 
 
-def check_text(value: str, what: str) -> str:
+def check_text(value: str, what: str, error: type[LetItLoopError] = JournalError) -> str:
     """A name or id as the journal keeps it: printable (a newline or an escape character would
     forge rows in listings), encodable as UTF-8 (no lone surrogates), and of a sane length."""
     found = _BAD_TEXT.search(value)
     if found is not None or len(value) > MAX_TEXT:
         why = f"contains {found[0]!r}" if found else f"is {len(value)} characters long"
-        raise JournalError(
+        raise error(
             f"{what} {why}: names and ids must be printable text",
             fix="use a name without control characters, newlines or lone surrogates "
             f"(and under {MAX_TEXT} characters)",

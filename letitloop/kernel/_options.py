@@ -84,13 +84,25 @@ class DurableOptions:
                 f"run_id must be a non-empty string, got {self.run_id!r}",
                 fix="pass run_id='customer-42' (or goal_id=), or leave it out to derive it",
             )
+        from letitloop.journal._records import check_text
+
+        for what, text in (("name", self.name), ("run_id", self.run_id)):
+            if text is not None:  # a newline would forge a row in `lil runs list`
+                check_text(text, f"{what}={text!r}", ConfigError)
         if self.on_change not in ("raise", "rerun"):
             raise ConfigError(
                 f"on_change must be 'raise' or 'rerun', got {self.on_change!r}",
                 fix='use on_change="rerun" to rerun from the first changed step',
             )
-        if not isinstance(self.lock_timeout, (int, float)) or self.lock_timeout < 0:
-            raise ConfigError(f"lock_timeout must be a number >= 0, got {self.lock_timeout!r}")
+        if (
+            isinstance(self.lock_timeout, bool)
+            or not isinstance(self.lock_timeout, (int, float))
+            or not 0 <= self.lock_timeout < 10**9  # NaN and infinity fail this too
+        ):
+            raise ConfigError(
+                f"lock_timeout must be a finite number of seconds >= 0, got {self.lock_timeout!r}",
+                fix="pass e.g. lock_timeout=30 to wait for another process, or 0 not to wait",
+            )
 
     @classmethod
     def build(cls, goal_id: str | None = None, **kwargs: object) -> DurableOptions:

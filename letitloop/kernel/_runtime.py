@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from letitloop.journal._contract import CacheEntry, Journal, StepRecord
 from letitloop.journal._preview import call_preview, short_repr
+from letitloop.journal._records import check_text
 from letitloop.journal._state import error_dict
 from letitloop.kernel import _cost, _fanout
 from letitloop.kernel._attempts import (
@@ -408,7 +409,7 @@ def _check_name(name: object, what: str) -> str:
             f"{what} name must be a non-empty string, got {name!r}",
             fix=f'give the {what} a literal name: {what}("fetch_user", ...)',
         )
-    return name
+    return check_text(name, f"{what} name {name!r}", ConfigError)
 
 
 def _replay_failure(ctx: RunContext, rec: StepRecord) -> BaseException:
@@ -482,7 +483,7 @@ def _replayed_value(ctx: RunContext, rec: StepRecord) -> Any:
 def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **kwargs: Any) -> R:
     """Run ``fn(*args, **kwargs)`` as a journaled step, or return its journaled output on replay."""
     ctx = current_run.get() or require_run("step()")
-    if type(name) is not str or not name:
+    if type(name) is not str or not name or not name.isprintable():  # hot path: a quick look
         _check_name(name, "step")
     opts = ctx.defaults.merged(pop_step_options(kwargs))
     pos, fp, rec, att = _begin_step(ctx, name, _kind, fn, args, kwargs)

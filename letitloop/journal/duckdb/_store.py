@@ -138,6 +138,16 @@ class Bad:
         self.payload, self.error, self.rec = payload, error, rec
 
 
+def _damaged(path: Path, exc: BaseException) -> JournalError:
+    """The error for a journal file DuckDB cannot open: said plainly, with what to do."""
+    return JournalError(
+        f"the journal file {path} cannot be opened by DuckDB: it is damaged or not a journal "
+        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+        fix=f"restore {path} from a backup, or move it aside to start a new journal there; "
+        "`lil journal doctor` shows what else it finds",
+    )
+
+
 def _fatal(exc: duckdb.Error) -> bool:
     """Errors of the database itself (disk, I/O, a broken connection), not of one record: the
     owner must stop on these, so that a fresh owner replays the log."""
@@ -166,7 +176,9 @@ class Store:
                     fix="close the program that opened the DuckDB file directly (use "
                     "`lil journal sql` to query a journal instead)",
                 ) from None
-            raise
+            raise _damaged(path, exc) from None
+        except duckdb.Error as exc:  # not a DuckDB file, or a damaged one
+            raise _damaged(path, exc) from None
         try:
             version = self.meta("schema_version")
         except duckdb.CatalogException:  # a new journal
