@@ -21,7 +21,7 @@ from letitloop.kernel._human import may_wait
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import Budget
 from letitloop.kernel._runtime import resolve_journal, run_workflow
-from letitloop.notebook_ext._notebook import claim, notebook_identity, path_key
+from letitloop.notebook_ext._notebook import notebook_identity, path_key, remembered_claim
 
 __all__ = [
     "CellRun",
@@ -116,7 +116,7 @@ def run_cell(
     kwargs: dict[str, Any] = {}
     key = cell.run_id
     if key is None:  # the notebook's own run, one it adopts, or a new one: see _notebook
-        found = claim(resolved, cell.workflow, notebook)
+        found = remembered_claim(resolved, cell.workflow, notebook)
         key = found.key
         kwargs["notebook"] = notebook  # journaled: which notebook this run belongs to now
         if found.note is not None:

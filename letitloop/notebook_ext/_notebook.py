@@ -71,6 +71,22 @@ def owner_of(journal: Journal, run_id: str) -> str | None:
     return None
 
 
+_CLAIMED: dict[tuple[str, str, str], str] = {}  # (journal, workflow, notebook) -> key
+
+
+def remembered_claim(journal: Journal, workflow: str, notebook: str) -> Claim:
+    """``claim``, once per kernel: the key a cell got stays its key while the kernel lives (the
+    kernel's notebook path is fixed at its start, and no other notebook takes a run whose
+    notebook still exists), so re-running a cell costs no journal reads here. The note is
+    said the first time only."""
+    memo = (journal.journal_id, workflow, notebook)
+    if memo in _CLAIMED:
+        return Claim(_CLAIMED[memo])
+    found = claim(journal, workflow, notebook)
+    _CLAIMED[memo] = found.key
+    return found
+
+
 def claim(
     journal: Journal,
     workflow: str,
