@@ -4,9 +4,10 @@
 
 registers the ``%%durable`` cell magic and makes ``step``, ``approval``, ``atomic_marker``,
 ``suspend``, ``current_step`` and the policies ``Retry``, ``Invalid`` and ``Budget`` available in
-the notebook. Widgets: ``ApprovalWidget``,
-``RunInspector``, ``EffectsInDoubt``; ``runs()`` renders the journal's runs as a table. IPython
-and ipywidgets are imported only when the extension is loaded or a widget is built.
+the notebook. Widgets: ``ApprovalWidget``, ``RunInspector`` (no argument: the notebook's last
+durable cell), ``EffectsInDoubt`` and ``RetryWidget`` (shown under a failed cell); ``runs()``
+renders the journal's runs as a table. IPython and ipywidgets are imported only when the
+extension is loaded or a widget is built.
 """
 
 from __future__ import annotations
