@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from letitloop.journal._contract import EventInfo
 from letitloop.journal.postgres._journal import PgJournal
 from letitloop.kernel._errors import ApprovalDecidedError, LeaseLostError, RunLockedError
 from tests.crash.crash_helpers import Worker
@@ -51,6 +53,41 @@ def test_a_killed_holder_frees_its_run_at_once(
         journal.close()
     finally:
         a.kill()
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_holder_is_pushed_as_interrupted(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Subscribers learn that the process executing a run is gone, as from the owner."""
+    monkeypatch.setenv("PG_WORKER_PAUSE", "0.2")
+    journal = PgJournal(pg_dsn)
+    seen: list[EventInfo] = []
+    interrupted = threading.Event()
+
+    def on_events(events: list[EventInfo]) -> None:
+        seen.extend(events)
+        if any(e.kind == "interrupted" for e in events):
+            interrupted.set()
+
+    sub = journal.subscribe(on_events)
+    done = Worker(WORKER, "lease", pg_dsn, "quick", 2, stderr_path=tmp_path / "q.err")
+    a = Worker(WORKER, "lease", pg_dsn, "k2", 50, stderr_path=tmp_path / "a.err")
+    try:
+        assert done.finish(60) == 0, done.diagnostics()
+        assert a.wait_prefix("S 1", 60), a.diagnostics()
+        time.sleep(1.5)  # the follower has looked while the run was held
+        assert not interrupted.is_set(), seen  # a finished run is not interrupted
+        assert a.sigkill()
+        assert interrupted.wait(10), seen
+        (event,) = [e for e in seen if e.kind == "interrupted"]
+        assert event.run_id == "lease:k2" and event.data["by"].startswith(f"{a.pid}@")
+        assert journal.get_run("lease:k2").run.status == "interrupted"
+    finally:
+        sub.close()
+        a.kill()
+        done.kill()
+        journal.close()
 
 
 @pytest.mark.timeout(180)

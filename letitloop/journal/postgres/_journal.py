@@ -692,7 +692,7 @@ class PgJournal(RecordWrites):
     ) -> Subscription:
         with self._lock:
             if self._follower is None or self._follower.closed:
-                self._follower = Follower(self._fresh, self.where.channel)
+                self._follower = Follower(self._fresh, self.where.channel, self.ttl)
             return self._follower.add(callback, run_id)
 
     def cache_get(self, key: str) -> CacheEntry | None:

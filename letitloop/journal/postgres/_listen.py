@@ -22,6 +22,7 @@ from letitloop.journal.postgres import _reads
 
 COALESCE = 0.003  # seconds of commits one NOTIFY covers
 SAFETY_READ = 1.0  # a follower re-reads this often even without a notification
+ORPHAN_READ = 0.5  # and looks for runs whose holder is gone at most this often
 
 
 class Notifier:
@@ -79,8 +80,11 @@ class Subscription:
 class Follower:
     """LISTENs on the journal's channel and feeds new events to its subscriptions."""
 
-    def __init__(self, connect: Callable[[], Any], channel: str) -> None:
-        self.connect, self.channel = connect, channel
+    def __init__(self, connect: Callable[[], Any], channel: str, ttl: float = 30.0) -> None:
+        self.connect, self.channel, self.ttl = connect, channel, ttl
+        # running runs whose holder is gone, as last seen (None: not looked yet)
+        self.orphans: set[str] | None = None
+        self.looked = 0.0
         self.subs: list[Subscription] = []
         self.lock = threading.Lock()
         self.closed = False
@@ -113,6 +117,7 @@ class Follower:
         while not self.closed:
             try:
                 self.conn = conn = self._listen()
+                self.orphans = None  # holders re-take their leases after a server restart
                 if self.cursor < 0:
                     self.cursor = _reads.head(conn.cursor())
                 else:
@@ -121,6 +126,7 @@ class Follower:
                 pause = 0.05
                 while not self.closed:
                     self._catch_up(conn)
+                    self._interrupted(conn)
                     for _ in conn.notifies(timeout=SAFETY_READ, stop_after=1):
                         pass
                 _close(conn)
@@ -146,6 +152,25 @@ class Follower:
             self._deliver(batch)
             if len(batch) < 1000:
                 return
+
+    def _interrupted(self, conn: Any) -> None:
+        """Push an ``interrupted`` event (not a journal record) for each running run whose
+        holder is newly gone: killed (its advisory lock went with its connection) or silent
+        past the lease TTL. The owner process does the same when a client's socket closes."""
+        if time.monotonic() - self.looked < ORPHAN_READ:
+            return
+        self.looked = time.monotonic()
+        gone = dict(_reads.orphans(conn.cursor(), self.ttl))
+        if self.orphans is not None:
+            now = time.time()
+            events = [
+                EventInfo(self.cursor, run_id, "interrupted", None, None, None, now, {"by": by})
+                for run_id, by in gone.items()
+                if run_id not in self.orphans
+            ]
+            if events:
+                self._deliver(events)
+        self.orphans = set(gone)
 
     def _deliver(self, batch: list[EventInfo] | None) -> None:
         with self.lock:

@@ -240,6 +240,16 @@ def events(cur: Any, after: int, run_id: str | None, limit: int) -> list[EventIn
     return [EventInfo(*r) for r in rows]
 
 
+def orphans(cur: Any, ttl: float) -> list[tuple[str, str]]:
+    """Running runs that name a holder whose lease is not alive: (run id, "pid@host")."""
+    rows = cur.execute(
+        "SELECT run_id, split_part(holder, '/', 1) FROM runs r WHERE status = 'running' AND "
+        f"holder IS NOT NULL AND NOT {LEASE_ALIVE}",
+        {"ttl": ttl},
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
 def head(cur: Any) -> int:
     """The newest event a cursor may start after (everything older is final)."""
     row = cur.execute(f"SELECT coalesce(max(seq), 0) FROM events WHERE {VISIBLE}").fetchone()
