@@ -148,12 +148,15 @@ def _damaged(path: Path, exc: BaseException) -> JournalError:
     )
 
 
-def _fatal(exc: duckdb.Error) -> bool:
-    """Errors of the database itself (disk, I/O, a broken connection), not of one record: the
-    owner must stop on these, so that a fresh owner replays the log."""
+def _fatal(exc: BaseException) -> bool:
+    """Errors of the database or the machine (disk, I/O, a failed rollback, memory), not of one
+    record: the owner must stop on these, so that a fresh owner replays the log; a record is
+    never quarantined for them."""
     from letitloop.journal.duckdb._log import disk_full  # a full disk is not one record's fault
 
-    fatal = (duckdb.IOException, duckdb.FatalException, duckdb.InternalException)
+    fatal: tuple[type[BaseException], ...] = (duckdb.IOException, duckdb.FatalException)
+    fatal += (duckdb.InternalException, duckdb.TransactionException, duckdb.OutOfMemoryException)
+    fatal += (MemoryError, OSError)
     return isinstance(exc, fatal) or disk_full(exc) is not None
 
 
@@ -251,13 +254,13 @@ class Store:
             try:
                 self._fold_part(part)
             except Exception as exc:
-                if isinstance(exc, duckdb.Error) and _fatal(exc):
+                if _fatal(exc):
                     raise
                 for one in part:  # fold them one by one to find what cannot be folded
                     try:
                         self._fold_part([one])
                     except Exception as exc1:
-                        if isinstance(exc1, duckdb.Error) and _fatal(exc1):
+                        if _fatal(exc1):
                             raise
                         self._quarantine(one[0], one[1], None, f"{type(exc1).__name__}: {exc1}")
 
@@ -324,7 +327,7 @@ class Store:
                     rec = validate(msgpack.unpackb(payload, raw=False))
                     self._fold_part([(row_lsn, rec)], advance=False)
                 except Exception as exc:
-                    if isinstance(exc, duckdb.Error) and _fatal(exc):
+                    if _fatal(exc):
                         raise
                     failed.append([row_lsn, f"{type(exc).__name__}: {exc}"])
                     continue
