@@ -119,3 +119,27 @@ def test_a_workflow_write_raises_after_its_limit_on_a_stopped_owner(
     assert line.startswith("ERROR JournalUnavailableError") and f"pid {pid}" in line, line
     assert elapsed < 15, elapsed
     journal.close()
+
+
+@pytest.mark.timeout(120)
+def test_lil_journal_stop_fails_within_its_deadline_on_a_stopped_owner(
+    journal_path: Path,
+) -> None:
+    """``lil journal stop`` on a SIGSTOPped owner: a clear error naming the pid in < 12 s (the
+    old one waited forever for the owner's answer)."""
+    journal, pid = start_owner(journal_path)
+    env = {**os.environ, "PYTHONPATH": ROOT, "LIL_READ_TIMEOUT": "2"}
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        try:
+            done = _lil("journal", "stop", "--journal", str(journal_path), env=env, timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("lil journal stop still waited for a stopped owner after 30 s")
+        elapsed = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    text = done.stdout + done.stderr
+    assert done.returncode != 0 and elapsed < 12, (elapsed, text)
+    assert f"kill -CONT {pid}" in text and "Traceback" not in text, text
+    journal.close()

@@ -71,8 +71,16 @@ def stop_owner(spec: str | os.PathLike[str] | None = None, timeout: float = 10.0
     try:
         sock.connect(str(paths.socket))
         link = _Link(sock)
-        link.call({"op": "hello", "session": f"{os.getpid()}@{socket.gethostname()}/stop"})
-        pid = int(link.call({"op": "stop"})["pid"])
+        session = f"{os.getpid()}@{socket.gethostname()}/stop"
+        link.call({"op": "hello", "session": session}, READ_TIMEOUT)
+        pid = int(link.call({"op": "stop"}, READ_TIMEOUT)["pid"])
+    except TimeoutError:
+        pid = _pid_from(paths.pid_file)
+        raise JournalUnavailableError(
+            f"the journal owner (pid {pid}) for {paths.db} did not answer within "
+            f"{READ_TIMEOUT:g} s: it is stopped (SIGSTOP, Ctrl-Z), hung, or overloaded",
+            fix=f"resume it (`kill -CONT {pid}`) and stop it again, or end it (`kill {pid}`)",
+        ) from None
     except OSError:
         return None
     finally:
