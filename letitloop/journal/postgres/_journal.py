@@ -61,6 +61,7 @@ from letitloop.kernel._errors import (
 
 T = TypeVar("T")
 HOLD_DELAY = 0.005  # unwaited records are written within this, or with the next write
+CACHED_RUNS = 64  # states of released runs kept (a run called again needs no load)
 _journals: dict[str, PgJournal] = {}
 _journals_lock = threading.Lock()
 
@@ -246,8 +247,14 @@ class PgJournal(RecordWrites):
         run_id = req["run"]
         state = JournalState()
         if not req["lease"]:
+            cur = conn.cursor()
+            cached = self._cache.get(run_id)
+            row = cur.execute("SELECT rev FROM runs WHERE run_id = %s", [run_id]).fetchone()
+            if cached is not None and row is not None and row[0] == cached[1]:
+                state.runs[run_id] = cached[0]  # nobody wrote since: no need to load it
+                return state.begin(req, self.session)[0]
             try:
-                entry, _ = _reads.load_entry(conn.cursor(), run_id, self.ttl, lock=False)
+                entry, _ = _reads.load_entry(cur, run_id, self.ttl, lock=False)
             except KeyError:
                 return None
             state.runs[run_id] = entry
@@ -299,14 +306,15 @@ class PgJournal(RecordWrites):
     def _load(self, cur: Any, state: JournalState, run_id: str, fence: bool) -> dict[str, Any]:
         """Put the run's state (locked for this transaction) into ``state``; with ``fence``,
         refuse if this process held the run's lease and someone took it over."""
-        cached = self._cache.get(run_id) if run_id in self._leases else None
-        if cached is not None:
+        cached = self._cache.get(run_id)
+        if cached is not None:  # valid while the run's rev is the one it was cached at
             row = cur.execute(
                 "SELECT rev, holder, lease_token FROM runs WHERE run_id = %s FOR UPDATE", [run_id]
             ).fetchone()
-            if row is not None and row[0] == cached[1] and row[1] == self.session:
+            ours = run_id in self._leases and row is not None and row[1] == self.session
+            if row is not None and row[0] == cached[1] and (ours or row[1] is None):
                 state.runs[run_id] = cached[0]
-                return {"rev": row[0], "holder": row[1], "token": row[2], "alive": True}
+                return {"rev": row[0], "holder": row[1], "token": row[2], "alive": ours}
         try:
             entry, lease = _reads.load_entry(cur, run_id, self.ttl, lock=True)
         except KeyError:
@@ -338,18 +346,31 @@ class PgJournal(RecordWrites):
 
         def release(conn: Any) -> None:
             cur = conn.cursor()
-            cur.execute(
+            row = cur.execute(
                 "UPDATE runs SET holder = NULL, holder_pid = NULL, heartbeat = NULL, "
-                "rev = rev + 1 WHERE run_id = %s AND holder = %s AND lease_token = %s",
+                "rev = rev + 1 WHERE run_id = %s AND holder = %s AND lease_token = %s "
+                "RETURNING rev",
                 [run_id, self.session, token],
-            )
+            ).fetchone()
             drop_lock(cur, run_id, token)
+            cached = self._cache.get(run_id)
+            self._forget(run_id)
+            if row is not None and cached is not None:  # kept: calling it again skips a load
+                cached[0].holder = None
+                self._cache[run_id] = (cached[0], row[0])
+                self._trim_cache()
 
         try:
             self._run(release)
         finally:
-            self._forget(run_id)
+            self._leases.pop(run_id, None)
         self._poke()
+
+    def _trim_cache(self) -> None:
+        """Keep the states of runs this process does not hold to the newest few."""
+        idle = [r for r in self._cache if r not in self._leases]
+        for run_id in idle[: max(0, len(idle) - CACHED_RUNS)]:
+            del self._cache[run_id]
 
     def beat(self) -> None:
         """Refresh the heartbeat of every lease this process holds (the heartbeat thread)."""
