@@ -28,6 +28,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -177,7 +178,13 @@ MAX_TOKENS = 2**30  # per attempt, input and output each (about a billion tokens
 MAX_MICROS = 10**15  # one billion US dollars, in micro-dollars
 MAX_BUDGET_TOKENS = 10**15
 MAX_TEXT = 1 << 20  # names, ids, workflow names: plenty; longer is a bug or an attack
-_NAME_FIELDS = ("run", "wf", "key", "name", "by", "id", "thread")
+_NAME_FIELDS = frozenset(("run", "wf", "key", "name", "by", "id", "thread"))
+_COUNTERS = frozenset(("epoch", "try", "pos", "att", "next"))
+_LIMITS = {  # numbers of other record kinds and their columns' bounds
+    "budget": (("usd_micros", MAX_MICROS), ("tokens", MAX_BUDGET_TOKENS)),
+    "cache": (("cost", MAX_MICROS),),
+}
+_COST_LIMITS = (("usd_micros", MAX_MICROS), ("in", MAX_TOKENS), ("out", MAX_TOKENS))
 _BAD_TEXT = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 
@@ -196,11 +203,15 @@ def validate(rec: object) -> Record:
                 f"{' or '.join(t.__name__ for t in types)}, got {type(value).__name__}",
                 fix="this is a bug in the client that wrote it; please report it",
             )
-        counter = name in ("epoch", "try", "pos", "att", "next")
+        counter = name in _COUNTERS
         if counter and isinstance(value, int) and not 0 <= value < _INT_LIMIT:
             raise JournalError(f"journal record {rec['k']!r}: {name}={value} out of range")
-        if name in _NAME_FIELDS and isinstance(value, str):
-            check_text(value, f"journal record {rec['k']!r}: field {name!r}")
+        if (
+            name in _NAME_FIELDS
+            and isinstance(value, str)
+            and (_BAD_TEXT.search(value) or len(value) > MAX_TEXT)
+        ):
+            check_text(value, f"journal record {rec['k']!r}: field {name!r}")  # raises
     _check_numbers(rec)
     if "kind" in fields and rec["kind"] not in STEP_KINDS:
         raise JournalError(f"journal record {rec['k']!r}: unknown step kind {rec['kind']!r}")
@@ -242,17 +253,12 @@ def check_text(value: str, what: str, error: type[LetItLoopError] = JournalError
 
 def _check_numbers(rec: Record) -> None:
     """Every number fits the column that will hold it, and times are finite."""
-    import math
-
     k = rec["k"]
     for name in ("ts", "expires"):
         value = rec.get(name)
         if isinstance(value, float) and not math.isfinite(value):
             raise JournalError(f"journal record {k!r}: {name}={value} is not a finite time")
-    limits = {"usd_micros": MAX_MICROS, "tokens": MAX_BUDGET_TOKENS} if k == "budget" else {}
-    if k == "cache":
-        limits = {"cost": MAX_MICROS}
-    for name, limit in limits.items():
+    for name, limit in _LIMITS.get(k, ()):
         value = rec.get(name)
         if value is not None and not 0 <= value <= limit:
             raise JournalError(
@@ -312,10 +318,9 @@ def _validate_checkpoint(rec: Record) -> None:
 
 def _valid_cost(cost: object) -> bool:
     """An attempt's cost: integer micro-dollars and token counts, and the model's name."""
-    limits = {"usd_micros": MAX_MICROS, "in": MAX_TOKENS, "out": MAX_TOKENS}
     return (
         isinstance(cost, dict)
-        and all(type(cost.get(k)) is int and 0 <= cost[k] <= n for k, n in limits.items())
+        and all(type(cost.get(k)) is int and 0 <= cost[k] <= n for k, n in _COST_LIMITS)
         and isinstance(cost.get("model"), (str, type(None)))
     )
 
