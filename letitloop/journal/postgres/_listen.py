@@ -20,7 +20,7 @@ from typing import Any
 from letitloop.journal._contract import EventInfo
 from letitloop.journal.postgres import _reads
 
-COALESCE = 0.003  # seconds of commits one NOTIFY covers
+COALESCE = 0.02  # seconds of commits one NOTIFY covers (pushes arrive well within a second)
 SAFETY_READ = 1.0  # a follower re-reads this often even without a notification
 ORPHAN_READ = 0.5  # and looks for runs whose holder is gone at most this often
 
