@@ -176,3 +176,37 @@ def test_copy_refuses_a_source_with_a_run_executing(tmp_path: Path) -> None:
     finally:
         _kill_owner(src)
         _kill_owner(dst)
+
+
+def test_copy_into_the_memory_twin_and_import_refuses_a_held_run(duckdb_source: Any) -> None:
+    from letitloop.journal._copy import copy_journal
+    from letitloop.journal._memory import MemoryJournal, MemoryStore
+    from letitloop.kernel._errors import RunLockedError
+
+    _, src = duckdb_source
+    store = MemoryStore()
+    twin = MemoryJournal(store)
+    report = copy_journal(src, twin)
+    assert report.runs == 5 and report.threads == 1 and report.approvals == 2
+
+    def core(journal: Any) -> Any:
+        runs = {r.run_id: (r.status, r.epoch, r.attempt, r.steps_done) for r in journal.list_runs()}
+        approvals = sorted((a.id, a.status, a.decided_by) for a in journal.approvals())
+        rows = [
+            (c.thread_id, c.checkpoint_id, c.checkpoint, len(c.writes))
+            for c in journal.checkpoints()
+        ]
+        return runs, approvals, rows
+
+    assert core(twin) == core(src)
+
+    # a run some session holds in the destination is refused, and nothing of it is written
+    other = MemoryJournal(MemoryStore())
+    holder = MemoryJournal(other.store)
+    holder.open_run(run_id="wf:held", workflow="wf", key="held")
+    before = len(other.store.records)
+    ok = {"k": "ok", "run": "wf:held", "epoch": 0, "pos": 0, "att": 1, "kind": "step"}
+    ok |= {"name": "s", "fp": "", "ts": 1.0, "codec": "json", "out": b"1", "next": None}
+    with pytest.raises(RunLockedError):
+        other.import_records([ok])
+    assert len(other.store.records) == before
