@@ -484,7 +484,7 @@ class PgJournal(RecordWrites):
         failure: LetItLoopError | None = None
         touched: list[str] = []
         try:
-            with conn.transaction():
+            with conn.pipeline(), conn.transaction():  # statements wait only to be read
                 cur = conn.cursor()
                 if not sync:
                     cur.execute("SET LOCAL synchronous_commit TO off")

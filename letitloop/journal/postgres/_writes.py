@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from letitloop.journal._checkpoints import run_id_of, status_of
+from letitloop.journal._checkpoints import run_id_of
 from letitloop.journal._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
 from letitloop.journal.postgres._schema import SEQ_SHIFT
 
@@ -272,7 +272,7 @@ def _checkpoint(cur: Any, rec: Record) -> None:
             + [rec["mtype"], rec["meta"], rec["mjson"], rec["run_id"], rec["ts"], rec["status"]],
         )
         _thread_run(cur, rec["thread"], rec["wf"], rec["ts"], rec["status"], None)
-        _sync_steps(cur, rec["thread"])
+        _checkpoint_step(cur, rec)
     elif k == "lgwrite":
         for idx, channel, vtype, value in rec["writes"]:
             verb = (
@@ -316,6 +316,18 @@ def _checkpoint(cur: Any, rec: Record) -> None:
             _sync_steps(cur, thread)
 
 
+# the thread's status: its newest root checkpoint's, suspended while an interrupt is pending,
+# failed after an error write (journal._checkpoints.status_of, in SQL)
+_HEAD_STATUS = (
+    "(SELECT CASE WHEN EXISTS (SELECT 1 FROM lg_writes w WHERE w.thread_id = h.thread_id AND "
+    "w.ns = '' AND w.checkpoint_id = h.checkpoint_id AND w.channel = '__interrupt__') THEN "
+    "'suspended' WHEN EXISTS (SELECT 1 FROM lg_writes w WHERE w.thread_id = h.thread_id AND "
+    "w.ns = '' AND w.checkpoint_id = h.checkpoint_id AND w.channel = '__error__') THEN 'failed' "
+    "ELSE h.status END FROM lg_checkpoints h WHERE h.thread_id = %(thread)s AND h.ns = '' "
+    "ORDER BY h.checkpoint_id DESC LIMIT 1)"
+)
+
+
 def _thread_run(
     cur: Any,
     thread: str,
@@ -324,38 +336,39 @@ def _thread_run(
     put_status: str | None,
     error: dict[str, Any] | None,
 ) -> None:
-    """Keep the thread's ``runs`` row showing its newest root checkpoint's state."""
-    head = cur.execute(
-        "SELECT checkpoint_id, status FROM lg_checkpoints WHERE thread_id = %s AND ns = '' "
-        "ORDER BY checkpoint_id DESC LIMIT 1",
-        [thread],
-    ).fetchone()
-    if head is not None:
-        channels = {
-            r[0]
-            for r in cur.execute(
-                "SELECT DISTINCT channel FROM lg_writes WHERE thread_id = %s AND ns = '' "
-                "AND checkpoint_id = %s",
-                [thread, head[0]],
-            ).fetchall()
-        }
-        status: str | None = status_of(head[1], channels)
-    else:
-        status = put_status
-    run_id = run_id_of(thread)
+    """Keep the thread's ``runs`` row showing its newest root checkpoint's state (one
+    statement: a graph writes two records per node)."""
+    params = {"run": run_id_of(thread), "thread": thread, "wf": workflow, "ts": ts}
+    params |= {"put": put_status, "err": _json(error)}
     if workflow is not None:  # a put: the thread becomes (or stays) a run
         cur.execute(
             "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, updated)"
-            " VALUES (%s, %s, %s, 0, %s, 1, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
-            "status = excluded.status, updated = excluded.updated",
-            [run_id, workflow, thread, status, ts, ts],
+            f" VALUES (%(run)s, %(wf)s, %(thread)s, 0, coalesce({_HEAD_STATUS}, %(put)s), 1, "
+            "%(ts)s, %(ts)s) ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, "
+            "updated = excluded.updated",
+            params,
         )
-    elif status is not None:  # writes of a thread with no checkpoint show nothing
+    else:  # writes of a thread with no checkpoint show nothing
         cur.execute(
-            "UPDATE runs SET status = %s, updated = %s, error = CASE WHEN %s = 'failed' THEN "
-            "coalesce(%s::jsonb, error) END WHERE run_id = %s",
-            [status, ts, status, _json(error), run_id],
+            f"UPDATE runs SET status = v.s, updated = %(ts)s, error = CASE WHEN v.s = 'failed' "
+            "THEN coalesce(%(err)s::jsonb, error) END FROM (SELECT "
+            f"{_HEAD_STATUS} AS s) v WHERE run_id = %(run)s AND v.s IS NOT NULL",
+            params,
         )
+
+
+def _checkpoint_step(cur: Any, rec: Record) -> None:
+    """The thread's run shows each checkpoint as a step: add this one's if it is new."""
+    cur.execute(
+        "INSERT INTO steps (run_id, epoch, position, attempt, kind, name, fingerprint, status, "
+        "started, ended, size) SELECT %(run)s, 0, (SELECT coalesce(max(position), -1) + 1 FROM "
+        f"steps WHERE run_id = %(run)s), 1, 'checkpoint', {_NAME_SQL}, checkpoint_id, "
+        "'completed', created, created, octet_length(checkpoint) FROM lg_checkpoints c WHERE "
+        "thread_id = %(thread)s AND ns = %(ns)s AND checkpoint_id = %(id)s AND NOT EXISTS "
+        "(SELECT 1 FROM steps s WHERE s.run_id = %(run)s AND s.kind = 'checkpoint' AND "
+        "s.fingerprint = c.checkpoint_id)",
+        {"run": rec["run"], "thread": rec["thread"], "ns": rec["ns"], "id": rec["id"]},
+    )
 
 
 def _delete(cur: Any, rec: Record) -> list[str]:
