@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres clean labextension
+.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres clean labextension vscode
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -40,10 +40,17 @@ pytest: install
 	@$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
-test: system-deps install lint typecheck pytest
+test: system-deps install vscode lint typecheck pytest
 
 # The lab extension is committed prebuilt (letitloop/jupyter/labextension, checked against its
 # sources by tests/jupyter/test_labextension.py); rebuild it after editing packages/labextension.
+# The VS Code extension's packages (its client test and .vsix packaging run under pytest).
+VSCODE := editors/vscode
+$(VSCODE)/node_modules/.package-lock.json: $(VSCODE)/package-lock.json
+	cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error
+
+vscode: $(VSCODE)/node_modules/.package-lock.json
+
 labextension: install
 	cd packages/labextension && PATH="$(CURDIR)/$(BIN):$$PATH" jlpm install && \
 		PATH="$(CURDIR)/$(BIN):$$PATH" jlpm build

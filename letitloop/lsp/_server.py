@@ -482,3 +482,35 @@ async def approve(ls: LilServer, approval_id: str) -> dict[str, Any]:
 @server.command("letitloop.reject")
 async def reject(ls: LilServer, approval_id: str) -> dict[str, Any]:
     return await _decide(ls, approval_id, False)
+
+
+@server.command("letitloop.runsTree")
+async def runs_tree(ls: LilServer, limit: int = 200) -> dict[str, Any]:
+    """Runs and pending approvals for an editor's own view of the journal (the VS Code
+    extension's "letitloop runs" tree); empty lists until the journal exists."""
+
+    def read() -> dict[str, Any]:
+        if not ls.view.ready():
+            return {"runs": [], "approvals": []}
+        journal = ls.view.journal
+        pending = journal.approvals(status="pending", limit=1000)
+        runs = journal.list_runs(limit=max(1, min(int(limit), 1000)))
+        return {
+            "runs": [
+                {
+                    "run_id": r.run_id,
+                    "workflow": r.workflow,
+                    "status": r.status,
+                    "steps_done": r.steps_done,
+                    "current_step": r.current_step,
+                    "cost_micros": r.cost_micros,
+                }
+                for r in runs
+            ],
+            "approvals": [
+                {"id": a.id, "run_id": a.run_id, "name": a.name, "payload": a.payload}
+                for a in pending
+            ],
+        }
+
+    return await asyncio.to_thread(read)
