@@ -125,6 +125,8 @@ def _ask(
     fp = fingerprint((_approvals.to_json(payload, "an approval's payload"),), {})
     rec = ctx.replayed(pos, "approval", name, fp)
     if rec is not None and rec.status == "completed":
+        if ctx.observer is not None:  # a decided approval counts as done, like a step
+            ctx.observer(ctx, pos, name, "replayed")
         return Decision(**ctx.output(rec))
     att = rec.attempt if rec is not None else ctx.first_attempt(pos)
     aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos, att)
@@ -154,6 +156,8 @@ def _decided(ctx: RunContext, asked: _Asked, row: ApprovalInfo) -> Decision:
     codec, data = ctx.codec.encode(decision._asdict(), what=what)
     ident = (asked.pos, asked.att, "approval", asked.name, asked.fp)
     ctx.journal.append([ctx.record("ok", *ident, codec=codec, out=data, next=None)])
+    if ctx.observer is not None:
+        ctx.observer(ctx, asked.pos, asked.name, "completed")
     return decision
 
 
