@@ -137,6 +137,7 @@ class RunRow(NamedTuple):
     cost_micros: int
     dead_letter: bool
     clock: Clock  # times are formatted only for the rows on screen (there may be 100,000 runs)
+    active: float | None = None  # seconds its tries ran (not the time since it was created)
 
     @property
     def steps(self) -> str:
@@ -148,10 +149,14 @@ class RunRow(NamedTuple):
 
     @property
     def duration(self) -> str:
+        if self.active is not None and self.ended is not None:
+            return self.clock.span(self.created, self.created + self.active)
         return self.clock.span(self.created, self.ended)
 
     @property
     def seconds(self) -> float:
+        if self.active is not None and self.ended is not None:
+            return self.clock.seconds(self.created, self.created + self.active)
         return self.clock.seconds(self.created, self.ended)
 
     @property
@@ -337,6 +342,7 @@ class Model:
             cost_micros=run.cost_micros,
             dead_letter=dead,
             clock=c,
+            active=run.active_seconds if end is not None else None,
         )
 
     def apply(self, row: RunRow | None, events: Sequence[EventInfo]) -> RunRow | None:
