@@ -132,10 +132,16 @@ def list_cmd(run: str | None, as_json: bool) -> None:
 @click.option("--done", "resolution", flag_value="done", help="It happened: skip the block.")
 @click.option("--redo", "resolution", flag_value="redo", help="It did not: run the block again.")
 @click.option("--by", metavar="NAME", help="Who decided (default: user@host).")
+@click.option("-m", "--comment", metavar="TEXT", help="Why: kept in the journal with the decision.")
 @json_option
 @journal_option
 def resolve_cmd(
-    run: str, marker: str, resolution: str | None, by: str | None, as_json: bool
+    run: str,
+    marker: str,
+    resolution: str | None,
+    by: str | None,
+    comment: str | None,
+    as_json: bool,
 ) -> None:
     """Decide an in-doubt side effect so its run can continue.
 
@@ -150,7 +156,7 @@ def resolve_cmd(
     journal = open_cli_journal()
     run_id = journal.find_run(run)
     by = by or who()
-    journal.resolve_marker(run_id, marker_ref(marker), resolution, by)
+    journal.resolve_marker(run_id, marker_ref(marker), resolution, by, comment)
     ref = marker_ref(marker)
     resolved = [
         a

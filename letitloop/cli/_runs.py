@@ -237,9 +237,10 @@ def marker_note(a: AttemptInfo) -> str:
 @click.argument("run")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--by", metavar="NAME", help="Who resets it (default: user@host).")
+@click.option("-m", "--comment", metavar="TEXT", help="Why: kept in the journal with the reset.")
 @json_option
 @journal_option
-def reset_cmd(run: str, yes: bool, by: str | None, as_json: bool) -> None:
+def reset_cmd(run: str, yes: bool, by: str | None, comment: str | None, as_json: bool) -> None:
     """Start a run over: the next call executes every step again.
 
     The journaled attempts stay in the journal's history (a new epoch begins).
@@ -258,7 +259,7 @@ def reset_cmd(run: str, yes: bool, by: str | None, as_json: bool) -> None:
             abort=True,
             err=True,
         )
-    journal.reset_run(run_id, by or who())
+    journal.reset_run(run_id, by or who(), comment)
     after = journal.get_run(run_id).run
     if as_json:
         out.emit_json({"run_id": run_id, "reset": True, "was": before, "now": after})

@@ -302,12 +302,14 @@ class MemoryJournal(RecordWrites):
             self.store.subscribers.append(item)
         return _Sub(self.store, item)
 
-    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
+    def resolve_marker(
+        self, run_id: str, marker: str | int, resolution: str, by: str, comment: str | None = None
+    ) -> None:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)
             if entry is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
-            self._write([resolve_record(entry, marker, resolution, by)])
+            self._write([resolve_record(entry, marker, resolution, by, comment)])
 
     def cache_get(self, key: str) -> CacheEntry | None:
         with self.store.cond:
@@ -352,12 +354,12 @@ class MemoryJournal(RecordWrites):
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
             self._write([rearm_record(entry, step, by)])
 
-    def reset_run(self, run_id: str, by: str) -> None:
+    def reset_run(self, run_id: str, by: str, comment: str | None = None) -> None:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)
             if entry is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
-            self._write([reset_record(entry, by)])
+            self._write([reset_record(entry, by, comment)])
 
     def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
         with self.store.cond:

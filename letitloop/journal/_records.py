@@ -165,6 +165,7 @@ CHECKPOINT_KINDS = frozenset({"lgput", "lgwrite", "lgdel", "lgcopy"})
 JOURNAL_KINDS |= CHECKPOINT_KINDS  # a graph thread's records need no run lease
 THREAD_STATUSES = frozenset({"running", "completed", "suspended", "failed"})
 PROPOSAL_STATES = frozenset({"applied", "rejected", "conflict"})
+MAX_NOTE = 4000  # characters of a person's comment kept with a decision (resolve, reset)
 STEP_KINDS = frozenset({"step", "marker", "child", "approval", "suspend", "map"})
 ON_TIMEOUT = frozenset({"approve", "reject", "suspend"})
 # an approval's request, carried by its step record: payload and schema as JSON text
@@ -234,6 +235,14 @@ def validate(rec: object) -> Record:
         _validate_checkpoint(rec)
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
+    if rec["k"] in ("resolve", "reset") and "note" in rec:
+        note = rec["note"]
+        if not isinstance(note, str) or len(note) > MAX_NOTE:
+            raise JournalError(
+                f"journal record {rec['k']!r}: a comment must be text of at most {MAX_NOTE} "
+                "characters",
+                fix="shorten the comment",
+            )
     return rec
 
 

@@ -507,8 +507,11 @@ def error_dict(exc: BaseException) -> dict[str, Any]:
     return data
 
 
-def resolve_record(entry: RunEntry, marker: str | int, resolution: str, by: str) -> Record:
-    """The ``resolve`` record for a marker named or positioned ``marker`` in a loaded run."""
+def resolve_record(
+    entry: RunEntry, marker: str | int, resolution: str, by: str, note: str | None = None
+) -> Record:
+    """The ``resolve`` record for a marker named or positioned ``marker`` in a loaded run
+    (``note``: the person's optional comment, kept with the decision)."""
     found = [
         s
         for s in entry.steps.values()
@@ -533,6 +536,7 @@ def resolve_record(entry: RunEntry, marker: str | int, resolution: str, by: str)
             "by": by,
             "ts": time.time(),
         }
+        | ({"note": note} if note else {})
     )
 
 
@@ -569,11 +573,6 @@ def rearm_record(entry: RunEntry, step: str | int | None, by: str) -> Record:
     )
 
 
-def reset_record(entry: RunEntry, by: str) -> Record:
-    return {
-        "k": "reset",
-        "run": entry.run_id,
-        "epoch": entry.epoch + 1,
-        "by": by,
-        "ts": time.time(),
-    }
+def reset_record(entry: RunEntry, by: str, note: str | None = None) -> Record:
+    rec = {"k": "reset", "run": entry.run_id, "epoch": entry.epoch + 1, "by": by}
+    return validate(rec | {"ts": time.time()} | ({"note": note} if note else {}))

@@ -11,7 +11,6 @@ not: the block runs again, so if it had happened after all, it happens twice).
 from __future__ import annotations
 
 import html
-import inspect
 from typing import Any
 
 import ipywidgets as W
@@ -104,13 +103,10 @@ class EffectsInDoubt(W.VBox):  # type: ignore[misc]
     def resolve(
         self, run_id: str, position: int, resolution: str, comment: str | None = None
     ) -> None:
-        """Journal the answer (who, and the comment where the journal keeps one), then re-read."""
+        """Journal the answer (who, and the comment, kept with the decision), then re-read."""
         by = who()
         try:
-            if comment is not None and _takes_comment(self.journal):
-                self.journal.resolve_marker(run_id, position, resolution, by, comment=comment)  # type: ignore[call-arg]
-            else:
-                self.journal.resolve_marker(run_id, position, resolution, by)
+            self.journal.resolve_marker(run_id, position, resolution, by, comment or None)
         except LetItLoopError as exc:
             self.status.value = f"<span style='color:#b00'>{html.escape(exc.message)}</span>"
             return
@@ -120,10 +116,3 @@ class EffectsInDoubt(W.VBox):  # type: ignore[misc]
             "called again (run its cell again)"
         )
         self.refresh()
-
-
-def _takes_comment(journal: Journal) -> bool:
-    try:
-        return "comment" in inspect.signature(journal.resolve_marker).parameters
-    except (TypeError, ValueError):
-        return False

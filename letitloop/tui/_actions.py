@@ -45,12 +45,17 @@ def decide_approval(
 
 
 def resolve_effect(
-    journal: OwnerJournal, run_id: str, position: int, resolution: str, by: str
+    journal: OwnerJournal,
+    run_id: str,
+    position: int,
+    resolution: str,
+    by: str,
+    comment: str | None = None,
 ) -> str:
     """Say whether an in-doubt side effect happened (``done``) or must run again (``redo``)."""
     if resolution not in ("done", "redo"):
         raise ValueError(f"resolution must be 'done' or 'redo', not {resolution!r}")
-    journal.resolve_marker(run_id, position, resolution, by)
+    journal.resolve_marker(run_id, position, resolution, by, comment)
     what = "will not run again" if resolution == "done" else "runs again on resume"
     return f"marked {resolution}: the effect at position {position} of {run_id} {what}"
 
@@ -76,8 +81,8 @@ def cancel_run(journal: OwnerJournal, run_id: str, by: str, comment: str | None 
     return f"cancelled {run_id}: it stops at its next step; reset it to start over"
 
 
-def reset_run(journal: OwnerJournal, run_id: str, by: str) -> str:
-    journal.reset_run(run_id, by)
+def reset_run(journal: OwnerJournal, run_id: str, by: str, comment: str | None = None) -> str:
+    journal.reset_run(run_id, by, comment)
     return f"reset {run_id}: the next call runs every step again"
 
 

@@ -126,14 +126,18 @@ class EffectsScreen(JournalScreen):
         if row is None:
             return
 
-        def done(answer: str | None) -> None:
-            if answer is not None:
+        def done(comment: str | None) -> None:
+            if comment is not None:  # confirmed; the comment is journaled with the decision
                 self.run_write(
-                    _actions.resolve_effect, row.run_id, row.position, resolution, _actions.who()
+                    _actions.resolve_effect,
+                    row.run_id,
+                    row.position,
+                    resolution,
+                    _actions.who(),
+                    comment or None,
                 )
 
-        # the journal's resolve record has no comment field: no comment is asked for
-        self.app.push_screen(ConfirmScreen(resolve_question(row, resolution), comment=False), done)
+        self.app.push_screen(ConfirmScreen(resolve_question(row, resolution)), done)
 
     def action_open(self) -> None:
         row = self.selected()

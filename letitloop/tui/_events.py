@@ -84,7 +84,7 @@ def _resolve(e: Any, d: Mapping[str, Any], where: str) -> Line:
         "redo": "marked redo (it runs again on resume)",
         "rearm": "re-armed (the dead-lettered step gets new attempts)",
     }.get(str(res), f"resolved {res}")
-    return Line("resolved", f"{where} {meaning}{_by(d)}{_quoted(d.get('comment'))}", "yellow")
+    return Line("resolved", f"{where} {meaning}{_by(d)}{_quoted(d.get('note'))}", "yellow")
 
 
 def _budget(e: Any, d: Mapping[str, Any], where: str) -> Line:
@@ -137,7 +137,7 @@ def describe(e: Any, names: Mapping[int, str]) -> Line:
         return Line("paused", f"run suspended: {d.get('reason', '')}".rstrip(": "), "magenta")
     if k == "reset":
         text = f"run reset{_by(d)}: the next call runs every step again"
-        return Line("reset", text + _quoted(d.get("comment")), "yellow")
+        return Line("reset", text + _quoted(d.get("note")), "yellow")
     if k == "cancel":
         return Line("cancel", f"run cancelled{_by(d)}{_quoted(d.get('reason'))}", "yellow")
     if k == "restart":

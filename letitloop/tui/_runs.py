@@ -104,15 +104,14 @@ class RunActions:
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(_actions.reset_run, row.run_id, _actions.who())
+                self.run_write(_actions.reset_run, row.run_id, _actions.who(), comment or None)
 
         question = (
             f"Reset {row.run_id} ({row.status}, {row.steps} steps)?\n"
             "The next call runs every step again, side effects included; the history stays in "
             "the journal. This cannot be undone."
         )
-        # the journal's reset record has no comment field: no comment is asked for
-        self.app.push_screen(ConfirmScreen(question, comment=False), done)
+        self.app.push_screen(ConfirmScreen(question), done)
 
 
 class RunsScreen(RunActions, JournalScreen):

@@ -159,6 +159,21 @@ def test_in_doubt_markers_are_resolved_once_by_someone_else(backend: Any) -> Non
     assert (marker.status, marker.resolution) == ("started", "done")
 
 
+def test_a_resolution_and_a_reset_keep_the_persons_comment(backend: Any) -> None:
+    a, b = backend(), backend()
+    start(a)
+    a.append([step("wf:a", 0, name="pay", kind="marker")])
+    a.release_run("wf:a")
+    released(b, "wf:a")
+    b.resolve_marker("wf:a", "pay", "done", "alice", "the invoice shows it was paid")
+    b.reset_run("wf:a", "bob", "start over with the new price list")
+    notes = {e.kind: e.data.get("note") for e in b.events(run_id="wf:a")}
+    assert notes["resolve"] == "the invoice shows it was paid"
+    assert notes["reset"] == "start over with the new price list"
+    with pytest.raises(JournalError, match="comment"):
+        b.reset_run("wf:a", "bob", "x" * 5000)
+
+
 def _ask(j: Any, run: str = "wf:a") -> str:
     from letitloop.journal._approvals import approval_id, ask
 

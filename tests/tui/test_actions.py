@@ -42,11 +42,17 @@ async def test_resolve_an_effect_in_doubt(journal_path: Path, tmp_path: Path, ke
         await settle(app, pilot)
         assert table.row_count == 1
         assert open_journal(journal_path).get_run("shop.notify:order-1").run.status != "completed"
-        await pilot.press(key, "enter")
+        await pilot.press(key, *"checked the outbox", "enter")  # a comment, then yes
         await until(pilot, lambda: table.row_count == 0)
     attempts = open_journal(journal_path).get_run("shop.notify:order-1").attempts
     marker = [a for a in attempts if a.kind == "marker"][-1]
     assert marker.resolution == ("done" if key == "d" else "redo")
+    (resolve,) = [
+        e
+        for e in open_journal(journal_path).events(run_id="shop.notify:order-1")
+        if e.kind == "resolve"
+    ]
+    assert resolve.data["note"] == "checked the outbox"  # the comment is journaled with it
     assert marker.resolved_by and "@" in marker.resolved_by
     assert wf.notifier(journal_path, sent)() == 42  # resolved: the run finishes
     assert sent.read_text().count("email") == (1 if key == "d" else 2)
@@ -150,11 +156,13 @@ async def test_reset_asks_first_and_then_starts_the_run_over(journal_path: Path)
         await pilot.press("escape")  # no: nothing happens
         await settle(app, pilot)
         assert journal.get_run("etl.pipeline:p1").run.epoch == 0
-        await pilot.press("x", "enter")
+        await pilot.press("x", *"new prices", "enter")
         table = app.screen.query_one("#runs", DataTable)
         await until(pilot, lambda: cell(table, "etl.pipeline:p1", "status") != "completed")
     run = journal.get_run("etl.pipeline:p1").run
     assert run.epoch == 1 and run.status != "completed"
+    (reset,) = [e for e in journal.events(run_id="etl.pipeline:p1") if e.kind == "reset"]
+    assert reset.data["note"] == "new prices"  # the comment is journaled with the reset
 
 
 async def test_raise_budget_then_resume_in_the_background(

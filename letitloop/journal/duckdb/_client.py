@@ -588,8 +588,11 @@ class OwnerJournal(RecordWrites):
     ) -> _Sub:
         return _Sub(self, callback, run_id)
 
-    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
-        self._call({"op": "resolve", "run": run_id, "marker": marker, "res": resolution, "by": by})
+    def resolve_marker(
+        self, run_id: str, marker: str | int, resolution: str, by: str, comment: str | None = None
+    ) -> None:
+        req = {"op": "resolve", "run": run_id, "marker": marker, "res": resolution, "by": by}
+        self._call(req | ({"note": comment} if comment else {}))
 
     def cache_get(self, key: str) -> CacheEntry | None:
         row = self._call({"op": "cache_get", "key": key})["entry"]
@@ -626,8 +629,10 @@ class OwnerJournal(RecordWrites):
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})
 
-    def reset_run(self, run_id: str, by: str) -> None:
-        self._call({"op": "reset", "run": run_id, "by": by})
+    def reset_run(self, run_id: str, by: str, comment: str | None = None) -> None:
+        self._call(
+            {"op": "reset", "run": run_id, "by": by} | ({"note": comment} if comment else {})
+        )
 
     def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
         msg = self._call({"op": "gc", "older_than": older_than, "statuses": list(statuses)})

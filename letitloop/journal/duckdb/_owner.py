@@ -499,11 +499,11 @@ class Owner:
             if op == "budget":
                 rec = budget_record(run_id, entry.epoch, req["usd"], req["tokens"], req["by"])
             elif op == "resolve":
-                rec = resolve_record(entry, req["marker"], req["res"], req["by"])
+                rec = resolve_record(entry, req["marker"], req["res"], req["by"], req.get("note"))
             elif op == "rearm":
                 rec = rearm_record(entry, req.get("step"), req["by"])
             else:
-                rec = reset_record(entry, req["by"])
+                rec = reset_record(entry, req["by"], req.get("note"))
             if self.state.check(rec, conn.session):
                 self.state.apply(rec)
                 batch.append((rec, True))

@@ -48,6 +48,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "marker": ((_S, _I), True),
         "res": ((_S,), True),
         "by": ((_S,), True),
+        "note": ((_S,), False),
     },
     "rearm": {"run": ((_S,), True), "step": ((_S, _I, _N), False), "by": ((_S,), True)},
     "budget": {
@@ -56,7 +57,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "tokens": (_OPT_I, False),
         "by": ((_S,), True),
     },
-    "reset": {"run": ((_S,), True), "by": ((_S,), True)},
+    "reset": {"run": ((_S,), True), "by": ((_S,), True), "note": ((_S,), False)},
     "output": {
         "run": ((_S,), True),
         "epoch": ((_I,), True),

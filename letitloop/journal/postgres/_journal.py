@@ -602,8 +602,10 @@ class PgJournal(RecordWrites):
         self._run(mutate)
         self._poke()
 
-    def resolve_marker(self, run_id: str, marker: str | int, resolution: str, by: str) -> None:
-        self._mutate(run_id, lambda e: resolve_record(e, marker, resolution, by))
+    def resolve_marker(
+        self, run_id: str, marker: str | int, resolution: str, by: str, comment: str | None = None
+    ) -> None:
+        self._mutate(run_id, lambda e: resolve_record(e, marker, resolution, by, comment))
 
     def set_budget(
         self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
@@ -613,8 +615,8 @@ class PgJournal(RecordWrites):
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._mutate(run_id, lambda e: rearm_record(e, step, by))
 
-    def reset_run(self, run_id: str, by: str) -> None:
-        self._mutate(run_id, lambda e: reset_record(e, by))
+    def reset_run(self, run_id: str, by: str, comment: str | None = None) -> None:
+        self._mutate(run_id, lambda e: reset_record(e, by, comment))
 
     def cache_put(
         self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
