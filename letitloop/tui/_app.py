@@ -27,6 +27,7 @@ from letitloop.tui._detail import DetailScreen
 from letitloop.tui._effects import EffectsScreen
 from letitloop.tui._help import HelpScreen
 from letitloop.tui._model import Clock, JournalChanged, JournalProblem, Model
+from letitloop.tui._palette import RunLookup
 from letitloop.tui._runs import RunsScreen
 from letitloop.tui._splices import SplicesScreen
 from letitloop.tui._widgets import JournalScreen
@@ -51,6 +52,7 @@ class LilApp(App[None]):
         "splices": SplicesScreen,
     }
     DEFAULT_MODE = "runs"
+    COMMANDS = App.COMMANDS | {RunLookup}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "switch_mode('runs')", "Runs"),
         Binding("2", "switch_mode('approvals')", "Approvals"),
