@@ -68,7 +68,8 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         self.decisions = {a.position: a for a in self.journal.approvals(run_id=self.run_id)}
         self.header.value = (
             f"<b>{html.escape(r.run_id)}</b> · {status_html(r.status)} · {r.steps_done} steps "
-            f"done · ${r.cost_micros / 1e6:.4f} · updated {html.escape(local_time(r.updated))}"
+            f"done · ${r.cost_micros / 1e6:.4f}{budget_html(r)}{ran_for_html(r)} · updated "
+            f"{html.escape(local_time(r.updated))}"
         )
         current, old = split_attempts(detail.attempts)
         self.current = current
@@ -248,3 +249,20 @@ def _pre(text: str) -> str:
 def _short(text: str, limit: int = 80) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def budget_html(r: Any) -> str:
+    """`` of $0.50 budget`` (and tokens) when the run has a journaled budget, else nothing."""
+    if not getattr(r, "budget", None):
+        return ""
+    usd, tokens = r.budget
+    parts = [f"${usd / 1e6:.4f}" if usd is not None else "", f"{tokens} tokens" if tokens else ""]
+    return f" of {' + '.join(p for p in parts if p)} budget"
+
+
+def ran_for_html(r: Any) -> str:
+    """`` · ran 12 ms``: the time its tries ran, not the time since it was created."""
+    seconds = getattr(r, "active_seconds", None)
+    if seconds is None:
+        return ""
+    return f" · ran {seconds * 1000:.0f} ms" if seconds < 1 else f" · ran {seconds:.1f} s"
