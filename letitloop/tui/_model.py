@@ -352,6 +352,8 @@ class Model:
         for e in events:
             d = e.data
             if row is None:
+                if e.kind == "lgwrite":
+                    continue  # a node's pending writes may be pushed before its thread's first put
                 if e.kind not in ("run", "lgput"):
                     return None  # a run this screen never saw the start of: read it instead
                 row = RunRow(
