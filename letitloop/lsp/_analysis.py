@@ -255,9 +255,55 @@ def gc_paused() -> Iterator[None]:
 
 def analyze(source: str) -> Analysis:
     """Analyse a Python file or a notebook cell (a first line ``%%durable NAME`` makes the whole
-    cell a durable context; other IPython magics are ignored)."""
+    cell a durable context; other IPython magics are ignored). A ``%%durable`` cell as
+    jupyterlab-lsp hands it over (``get_ipython().run_cell_magic("durable", ...)`` with the body
+    in a string) is analysed as the cell it came from, with positions in the string."""
     with gc_paused():
-        return _analyze(source)
+        magic = _RUN_CELL_MAGIC.match(source)
+        if magic is None:
+            return _analyze(source)
+        return _from_run_cell_magic(source, magic)
+
+
+# jupyterlab-lsp's rewrite of a ``%%durable`` cell: the body follows the opening quotes on the
+# same line, a triple quote inside it is escaped, and the call closes after the body
+_RUN_CELL_MAGIC = re.compile(r'get_ipython\(\)\.run_cell_magic\("durable", "(.*?)", """')
+
+
+def _from_run_cell_magic(source: str, magic: re.Match[str]) -> Analysis:
+    body = source[magic.end() :]
+    stripped = body.rstrip()
+    if stripped.endswith('""")'):
+        body = stripped[:-4]
+    body = body.replace('\\"\\"\\"', '"""')
+    found = _analyze(f"%%durable{magic.group(1)}\n{body}")
+    shift = magic.end()  # the body's first line starts after the call's opening
+
+    def moved(span: Span) -> Span:
+        line, col = _back(span.line, span.col, shift)
+        end_line, end_col = _back(span.end_line, span.end_col, shift)
+        return Span(line, col, end_line, end_col)
+
+    def site(s: StepSite) -> StepSite:
+        return s._replace(span=moved(s.span), name_span=moved(s.name_span))
+
+    functions = tuple(
+        f._replace(
+            span=moved(f.span), name_span=moved(f.name_span), steps=tuple(map(site, f.steps))
+        )
+        for f in found.functions
+    )
+    findings = tuple(f._replace(span=moved(f.span)) for f in found.findings)
+    return found._replace(
+        functions=functions, sites=tuple(map(site, found.sites)), findings=findings
+    )
+
+
+def _back(line: int, col: int, shift: int) -> tuple[int, int]:
+    """A position in the cell (magic line first) as a position in jupyterlab-lsp's rewrite."""
+    if line == 0:
+        return 0, min(col, shift)
+    return (0, col + shift) if line == 1 else (line - 1, col)
 
 
 def _analyze(source: str) -> Analysis:

@@ -205,3 +205,22 @@ def test_pure_modules_import_no_pygls_and_no_journal() -> None:
     )
     heavy = ["pygls", "lsprotocol", "libcst", "duckdb", "click", "letitloop.journal.duckdb._client"]
     assert [m for m in heavy if m in loaded] == []
+
+
+def test_a_durable_cell_rewritten_by_jupyterlab_lsp_is_analysed_as_the_cell() -> None:
+    """jupyterlab-lsp hands a ``%%durable`` cell over as ``run_cell_magic`` with the body in a
+    string (the first body line on the call's line): findings land on the body's calls."""
+    from letitloop.lsp._analysis import analyze
+
+    src = (
+        'get_ipython().run_cell_magic("durable", " fetch", """t = time.time()\n'
+        'import time\nu = step("a", lambda: time.time())\nv = time.time()\n""")\n'
+    )
+    found = analyze(src)
+    assert found.error is None and found.cell == "fetch"
+    lines = src.splitlines()
+    marked = [(f.code, lines[f.span.line][f.span.col : f.span.end_col]) for f in found.findings]
+    assert marked == [("LIL001", "time.time()"), ("LIL001", "time.time()")]
+    assert [f.span.line for f in found.findings] == [0, 3]  # not the one inside the step
+    (site,) = found.sites
+    assert lines[site.span.line][site.span.col :].startswith('step("a"')
