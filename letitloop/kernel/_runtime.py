@@ -23,7 +23,7 @@ from letitloop.journal._contract import CacheEntry, Journal, StepRecord
 from letitloop.journal._preview import call_preview, short_repr
 from letitloop.journal._records import check_text
 from letitloop.journal._state import error_dict
-from letitloop.kernel import _cost, _fanout
+from letitloop.kernel import _cost, _fanout, _tracing
 from letitloop.kernel._attempts import (
     Attempts,
     cache_key,
@@ -253,6 +253,8 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
         return ctx.value
     run_token = current_run.set(ctx)
     step_token = current_step_var.set(None)
+    traced = _tracing.begin_run(inv.journal, inv.workflow, ctx) if _tracing.wanted() else None
+    failure: BaseException | None = None
     try:
         try:
             result = inv.fn(*inv.call_args, **inv.call_kwargs)
@@ -261,9 +263,12 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
             raise  # journaled as suspended, not failed: calling the run again continues it
         except (Exception, KeyboardInterrupt) as exc:  # an interrupted run is not running
             _quietly(inv.journal.append, [inv.fail_record(ctx, exc)])
+            failure = exc
             raise
         return result
     finally:
+        if traced is not None:
+            _tracing.end_run(traced, failure)
         current_step_var.reset(step_token)
         current_run.reset(run_token)
         _quietly(inv.journal.release_run, inv.run_id)
@@ -277,6 +282,8 @@ async def _run_async(inv: _Invocation, parent: str | None) -> Any:
         return ctx.value
     run_token = current_run.set(ctx)
     step_token = current_step_var.set(None)
+    traced = _tracing.begin_run(inv.journal, inv.workflow, ctx) if _tracing.wanted() else None
+    failure: BaseException | None = None
     try:
         try:
             try:
@@ -289,9 +296,12 @@ async def _run_async(inv: _Invocation, parent: str | None) -> Any:
             raise
         except Exception as exc:
             await asyncio.to_thread(_quietly, inv.journal.append, [inv.fail_record(ctx, exc)])
+            failure = exc
             raise
         return result
     finally:
+        if traced is not None:
+            _tracing.end_run(traced, failure)
         current_step_var.reset(step_token)
         current_run.reset(run_token)
         await asyncio.to_thread(_quietly, inv.journal.release_run, inv.run_id)
@@ -488,6 +498,8 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     opts = ctx.defaults.merged(pop_step_options(kwargs))
     pos, fp, rec, att = _begin_step(ctx, name, _kind, fn, args, kwargs)
     if att == 0:
+        if _tracing.ACTIVE:
+            _tracing.mark(pos, rec.attempt, _kind, name, "replayed", rec.status == "failed")
         if ctx.observer is not None:
             ctx.observer(ctx, pos, name, "replayed")
         if rec.next_position is None and rec.status == "completed":
@@ -496,6 +508,8 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     tries = Attempts(ctx, (pos, _kind, name, fp), rec, opts)
     key = cache_key(fn, args, kwargs, opts.cache_key) if opts.cache else None
     if key is not None and (hit := _cache_hit(ctx, key)) is not None:
+        if _tracing.ACTIVE:
+            _tracing.mark(pos, tries.att, _kind, name, "hit")
         return _from_cache(ctx, tries, hit)  # type: ignore[no-any-return]
     while True:
         tries.sleep()
@@ -504,17 +518,22 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
         ctx.journal.append([ctx.record("step", *ident)], sync=False)
         token = current_step_var.set((ctx, pos, tries.att, _kind, name, tries.feedback))
         spent, cost_token = _cost.begin()
+        span = _tracing.begin_step(pos, tries.att, _kind, name, key) if _tracing.ACTIVE else None
         try:
             with time_limit(opts.timeout, name):
                 out = fn(*args, **tries.kwargs(fn, kwargs))
             _cost.from_output(spent, out)
         except Exception as exc:
+            if span is not None:
+                _tracing.step_failed(span, exc)
             if not _policied(opts):
                 ctx.journal.append([ctx.error_record(exc, ident, _cost.journaled(spent))])
                 raise
             tries.failed(exc, _cost.journaled(spent))  # raises unless another attempt follows
             continue
         finally:
+            if span is not None:
+                _tracing.end_step(span, spent)
             ctx.settle(held, _cost.journaled(spent))
             _cost.end(cost_token)
             current_step_var.reset(token)
@@ -608,6 +627,8 @@ async def _async_body(
     pos, att, kind, name, fp = ident
     if att == 0:
         assert rec is not None
+        if _tracing.ACTIVE:
+            _tracing.mark(pos, rec.attempt, kind, name, "replayed", rec.status == "failed")
         if ctx.observer is not None:
             ctx.observer(ctx, pos, name, "replayed")
         if rec.output is None and rec.status == "completed":
@@ -616,6 +637,8 @@ async def _async_body(
     tries = Attempts(ctx, (pos, kind, name, fp), rec, opts)
     key = cache_key(fn, args, kwargs, opts.cache_key) if opts.cache else None
     if key is not None and (hit := await asyncio.to_thread(_cache_hit, ctx, key)) is not None:
+        if _tracing.ACTIVE:
+            _tracing.mark(pos, tries.att, kind, name, "hit")
         return await asyncio.to_thread(_from_cache, ctx, tries, hit)
     while True:
         await CLOCK.asleep(tries.wait())
@@ -625,6 +648,7 @@ async def _async_body(
         ctx.journal.append([ctx.record("step", *ident)], sync=False)
         token = current_step_var.set((ctx, pos, tries.att, kind, name, tries.feedback))
         spent, cost_token = _cost.begin()
+        span = _tracing.begin_step(pos, tries.att, kind, name, key) if _tracing.ACTIVE else None
         try:
             out = fn(*args, **tries.kwargs(fn, kwargs))
             if inspect.isawaitable(out):
@@ -636,6 +660,8 @@ async def _async_body(
                     ) from None
             _cost.from_output(spent, out)
         except Exception as exc:
+            if span is not None:
+                _tracing.step_failed(span, exc)
             cost = _cost.journaled(spent)
             if not _policied(opts):
                 err = ctx.error_record(exc, ident, cost)
@@ -644,6 +670,8 @@ async def _async_body(
             await asyncio.to_thread(tries.failed, exc, cost)
             continue
         finally:
+            if span is not None:
+                _tracing.end_step(span, spent)
             ctx.settle(held, _cost.journaled(spent))
             ctx.inflight -= 1
             _cost.end(cost_token)
