@@ -19,8 +19,8 @@ class RunLookup(Provider):
 
     async def search(self, query: str) -> Hits:
         text = query.strip()
-        if len(text) < 2:
-            return
+        if len(text) < 2 or any(c.isspace() for c in text):
+            return  # run ids and keys have no spaces: "go to splices" is for the other commands
         app: LilApp = self.app  # type: ignore[assignment]
         try:
             run_id = await asyncio.to_thread(app.model.journal.find_run, text)

@@ -39,9 +39,13 @@ async def test_command_palette_switches_screens(journal_path: Path) -> None:
         await settle(app, pilot)
         await pilot.press("ctrl+p")
         await pilot.press(*"go to splices")
-        await until(pilot, lambda: app.screen.query_one(CommandList).option_count > 0)
-        assert "Go to Splices" in str(
-            app.screen.query_one(CommandList).get_option_at_index(0).prompt
+        await until(
+            pilot,
+            lambda: (
+                app.screen.query_one(CommandList).option_count > 0
+                and "Go to Splices"
+                in str(app.screen.query_one(CommandList).get_option_at_index(0).prompt)
+            ),
         )
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, SplicesScreen))
