@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres clean labextension vscode
+.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres clean labextension vscode adapters
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -40,7 +40,7 @@ pytest: install
 	@$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
-test: system-deps install vscode lint typecheck pytest
+test: system-deps install vscode adapters lint typecheck pytest
 
 # The lab extension is committed prebuilt (letitloop/jupyter/labextension, checked against its
 # sources by tests/jupyter/test_labextension.py); rebuild it after editing packages/labextension.
@@ -50,6 +50,18 @@ $(VSCODE)/node_modules/.package-lock.json: $(VSCODE)/package-lock.json
 	cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error
 
 vscode: $(VSCODE)/node_modules/.package-lock.json
+
+# Each agent framework gets an environment of its own (their pins clash with each other and with
+# the main environment): letitloop editable plus the versions in tests/adapters/envs/NAME.txt. The
+# adapter tests run their scripts with .venvs/NAME/bin/python.
+ADAPTERS := smolagents autogen crewai
+.venvs/%/.installed: tests/adapters/envs/%.txt pyproject.toml | $(BIN)/python
+	$(PYTHON) -m venv .venvs/$*
+	.venvs/$*/bin/python -m pip install --quiet --upgrade pip
+	.venvs/$*/bin/python -m pip install --quiet -e . -r tests/adapters/envs/$*.txt
+	touch $@
+
+adapters: $(ADAPTERS:%=.venvs/%/.installed)
 
 labextension: install
 	cd packages/labextension && PATH="$(CURDIR)/$(BIN):$$PATH" jlpm install && \
@@ -64,4 +76,4 @@ bench-postgres: system-deps install
 	$(BIN)/python benchmarks/postgres.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache *.egg-info
