@@ -12,5 +12,6 @@ def framework_python(name: str) -> Path:
     fails the test with the command that builds it, never skips it."""
     python = ROOT / ".venvs" / name / "bin" / "python"
     if not (python.parent.parent / ".installed").exists():
-        raise AssertionError(f"no environment for {name}: run `make adapters` (builds .venvs/{name})")
+        msg = f"no environment for {name}: run `make adapters` (builds .venvs/{name})"
+        raise AssertionError(msg)
     return python
