@@ -42,6 +42,9 @@ _EXPORTS = {
     "suspend": "letitloop.kernel._human",
     "Decision": "letitloop.kernel._human",
     "supervise": "letitloop.kernel._supervise",
+    "fork_run": "letitloop.kernel._fork",
+    "run_fork": "letitloop.kernel._fork",
+    "fork_thread": "letitloop.kernel._fork",
     "runs": "letitloop.notebook_ext._render",
     "load_ipython_extension": "letitloop.notebook_ext",
     "unload_ipython_extension": "letitloop.notebook_ext",
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
         RunLockedError,
         Suspended,
     )
+    from letitloop.kernel._fork import fork_run, fork_thread, run_fork
     from letitloop.kernel._human import Decision, approval, async_approval, suspend
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._options import DurableOptions

@@ -233,6 +233,8 @@ def validate(rec: object) -> Record:
         raise JournalError(f"a splice decision must be one of {sorted(PROPOSAL_STATES)}")
     if rec["k"] in CHECKPOINT_KINDS:
         _validate_checkpoint(rec)
+    if rec["k"] == "run" and rec.get("fork") is not None:
+        _validate_fork(rec["fork"])
     if rec["k"] == "resolve" and rec["res"] not in RESOLUTIONS:
         raise JournalError(f"resolution must be done, redo or rearm, got {rec['res']!r}")
     if rec["k"] in ("resolve", "reset") and "note" in rec:
@@ -323,6 +325,23 @@ def _validate_checkpoint(rec: Record) -> None:
         problem = f"keep must be none or latest, got {rec['keep']!r}"
     if problem:
         raise JournalError(f"journal record {rec['k']!r}: {problem}")
+
+
+def _validate_fork(fork: object) -> None:
+    """A forked run's origin (``journal._fork``): the source run, position, epoch, step name."""
+    ok = isinstance(fork, dict) and set(fork) <= {"run", "pos", "epoch", "step"}
+    if isinstance(fork, dict) and ok:
+        ok = isinstance(fork.get("run"), str) and isinstance(fork.get("step"), (str, type(None)))
+        ok = ok and all(type(fork.get(n)) is int and 0 <= fork[n] < _INT_LIMIT for n in _FORK_INTS)
+    if not ok:
+        raise JournalError(f"journal record 'run': malformed fork origin {fork!r}")
+    assert isinstance(fork, dict)
+    for name in ("run", "step"):
+        if fork.get(name) is not None:
+            check_text(fork[name], f"journal record 'run': fork {name}")
+
+
+_FORK_INTS = ("pos", "epoch")
 
 
 def _valid_cost(cost: object) -> bool:

@@ -147,9 +147,9 @@ class RunContext:
         if rec is None:
             return None
         changed = rec.kind != kind or rec.name != name
-        if self.on_change == "rerun" and (
-            changed or (rec.status == "completed" and rec.fingerprint != fp)
-        ):
+        # "*": a step a fork copied (journal._fork.ANY_INPUT) replays whatever its inputs now are
+        other_input = rec.fingerprint != fp and rec.fingerprint != "*"
+        if self.on_change == "rerun" and (changed or (rec.status == "completed" and other_input)):
             self.rewind(pos)
             return None
         if changed:
@@ -161,7 +161,7 @@ class RunContext:
                 step=name,
                 position=pos,
             )
-        if rec.status == "completed" and rec.fingerprint != fp:
+        if rec.status == "completed" and other_input:
             raise NonDeterminismError(
                 f"run {self.run_id}: step {name!r} at position {pos} is called with different "
                 "arguments than the journal recorded for it",

@@ -17,6 +17,7 @@ from typing import Any
 from letitloop.journal._contract import Journal
 from letitloop.kernel._entry import verify_entry
 from letitloop.kernel._errors import ConfigError
+from letitloop.kernel._fork import fork_key
 from letitloop.kernel._runtime import codec_for, run_again
 
 
@@ -61,6 +62,8 @@ def resume_run(journal: Journal, run: str) -> Any:
     decoded: Any = codec.decode(*detail.args, what=f"arguments of run {run_id}")
     args, kwargs = decoded
     computed, call = run_again(fn, info.workflow, args, kwargs, journal)
+    if computed != run_id and (key := fork_key(journal, run_id, computed)) is not None:
+        computed, call = run_again(fn, info.workflow, args, kwargs, journal, key=key)
     if computed != run_id:
         raise ConfigError(
             f"run {run_id} cannot be resumed by name: calling {entry} with its arguments "

@@ -359,10 +359,16 @@ def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
 
 
 def run_again(
-    fn: Callable[..., Any], workflow: str, args: Any, kwargs: Any, journal: Journal
+    fn: Callable[..., Any],
+    workflow: str,
+    args: Any,
+    kwargs: Any,
+    journal: Journal,
+    key: str | None = None,
 ) -> tuple[str, Callable[[], Any]]:
     """The run id a durable function computes for these arguments under ``workflow``, and a
-    call that runs it on ``journal`` (for ``lil runs resume``)."""
+    call that runs it on ``journal`` (for ``lil runs resume``); ``key`` runs it under that run
+    key instead (a fork, whose id no call computes)."""
     import asyncio
 
     opts = getattr(fn, "__letitloop_options__", None)
@@ -372,6 +378,8 @@ def run_again(
     if opts.journal is None:
         opts = dataclasses.replace(opts, journal=journal)
     inv = _Invocation(opts, inner, args, kwargs, workflow)
+    if key is not None:
+        inv.key, inv.run_id = key, f"{inv.workflow}:{key}"
     if inv.journal.journal_id != journal.journal_id:
         raise ConfigError(
             f"workflow {workflow} writes to the journal {inv.journal.location}, not "

@@ -1,0 +1,204 @@
+"""Fork and rewind: try a run again from step k, with the same or new arguments.
+
+    fork = fork_run("pipeline.main:4f0c…", from_step="summarize", args=["customer-7"])
+    fork.run()   # or `lil runs resume <fork.run_id>`: steps before "summarize" replay
+
+``fork_run`` makes a new run whose journal holds the source run's journaled results of every step
+before STEP (``journal._fork``), records where it was forked from, and leaves the source
+untouched. Running the fork (``run_fork``, ``ForkedRun.run``, ``lil runs fork --run`` or ``lil
+runs resume``) imports the workflow as a resume does, replays the copied steps and runs from STEP
+on. A LangGraph thread forks by LangGraph's own rules, from a checkpoint id (``fork_thread``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from letitloop.journal._contract import Encoded, Journal
+from letitloop.journal._fork import ForkOrigin, fork_records, forked_from, plan_fork
+from letitloop.journal._records import check_text
+from letitloop.kernel._entry import sign_entry, verify_entry
+from letitloop.kernel._errors import ConfigError, JournalError
+from letitloop.kernel._options import JournalSpec
+
+__all__ = ["ForkOrigin", "ForkedRun", "fork_run", "fork_thread", "forked_from", "run_fork"]
+
+
+@dataclass(frozen=True)
+class ForkedRun:
+    """A fork made by ``fork_run``: its run id, where it came from, and how many steps it reuses."""
+
+    run_id: str
+    origin: ForkOrigin
+    reused: int  # journaled steps before the fork point, replayed instead of run
+    resumable: bool  # whether it can run by name (``lil runs resume``): its entry is journaled
+    journal: Journal = field(repr=False, compare=False)
+
+    def run(self, fn: Callable[..., Any] | None = None) -> Any:
+        """Run the fork from its fork point on and return its result (see ``run_fork``)."""
+        return run_fork(self.run_id, fn, journal=self.journal)
+
+    def as_dict(self) -> dict[str, Any]:
+        o = self.origin
+        return {
+            "run_id": self.run_id,
+            "forked_from": {"run_id": o.run_id, "position": o.position, "epoch": o.epoch}
+            | {"step": o.step},
+            "reused": self.reused,
+            "resumable": self.resumable,
+        }
+
+
+def fork_run(
+    run_id: str,
+    from_step: int | str,
+    *,
+    args: Sequence[Any] | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    journal: JournalSpec = None,
+    key: str | None = None,
+    by: str | None = None,
+) -> ForkedRun:
+    """Fork run ``run_id`` (an id or a unique prefix) at ``from_step``, a position or a step
+    name (its first position), into a new run that reuses every journaled step before it.
+
+    ``args``/``kwargs`` are the new call's arguments (either given: both replace the old ones);
+    by default the source's. ``key`` names the fork (run id ``workflow:key``); by default the
+    source's key plus a random suffix. A run some process executes is refused
+    (``RunLockedError``). The source run is never written to."""
+    from letitloop.kernel._runtime import codec_for, resolve_journal
+
+    jr = resolve_journal(journal)
+    source = jr.find_run(run_id)
+    plan = plan_fork(jr, source, from_step)
+    codec = codec_for(jr)
+    encoded: Encoded | None = plan.args
+    if args is not None or kwargs is not None:
+        new = [list(args or []), dict(kwargs or {})]
+        encoded = codec.encode(new, what=f"arguments of the fork of {source}")
+    fork_key = key or f"{plan.source.key}~{secrets.token_hex(3)}"
+    check_text(fork_key, "a fork's key", ConfigError)
+    new_id = f"{plan.workflow}:{fork_key}"
+    if _exists(jr, new_id):
+        raise ConfigError(
+            f"run {new_id} already exists: a fork needs a run of its own",
+            fix="leave key= out (a fresh key is made) or pass another one",
+            run_id=new_id,
+        )
+    entry = None
+    if plan.entry is not None:  # only an authenticated entry point is carried to the fork
+        verified = verify_entry(codec, source, plan.workflow, plan.entry, plan.args)
+        entry = sign_entry(codec, new_id, plan.workflow, verified, encoded)
+    from letitloop.journal._config import who
+
+    records = fork_records(
+        jr, plan, run_id=new_id, key=fork_key, args=encoded, entry=entry, by=by or who()
+    )
+    jr.import_records(records)
+    origin = ForkOrigin(source, plan.position, plan.source.epoch, plan.step)
+    resumable = entry is not None and encoded is not None
+    reused = sum(1 for r in records if r["k"] in ("ok", "err", "resolve"))
+    return ForkedRun(new_id, origin, reused, resumable, jr)
+
+
+def _exists(journal: Journal, run_id: str) -> bool:
+    try:
+        journal.get_run(run_id)
+    except JournalError:
+        return False
+    return True
+
+
+def run_fork(
+    run_id: str, fn: Callable[..., Any] | None = None, *, journal: JournalSpec = None
+) -> Any:
+    """Run a fork (or continue one) and return its result: steps before its fork point replay.
+
+    ``fn`` is the ``@durable`` workflow to run it with (needed when its workflow was defined in
+    a notebook or the REPL); without it the workflow is imported by name, as ``lil runs resume``
+    does, but only from an entry point the journal's key authenticated."""
+    from letitloop.kernel._resume import resume_run
+    from letitloop.kernel._runtime import codec_for, resolve_journal, run_again
+
+    jr = resolve_journal(journal)
+    fork_id = jr.find_run(run_id)
+    if fn is None:
+        return resume_run(jr, fork_id)
+    detail = jr.get_run(fork_id)
+    info = detail.run
+    if forked_from(jr, fork_id) is None:
+        raise ConfigError(
+            f"run {fork_id} is not a fork",
+            fix="call the workflow as usual to run it, or fork it first with fork_run",
+            run_id=fork_id,
+        )
+    if detail.args is None:
+        raise ConfigError(
+            f"fork {fork_id} has no journaled arguments to run it with",
+            fix="fork it again with args= (JSON-encodable or authenticated values)",
+            run_id=fork_id,
+        )
+    codec = codec_for(jr)
+    decoded: Any = codec.decode(*detail.args, what=f"arguments of run {fork_id}")
+    _, call = run_again(fn, info.workflow, decoded[0], decoded[1], jr, key=info.key)
+    return call()
+
+
+def fork_key(journal: Journal, run_id: str, computed: str) -> str | None:
+    """For ``resume_run``: the key to run ``run_id`` under when it is a fork (whose id no call
+    computes from its arguments), else None."""
+    if computed == run_id or forked_from(journal, run_id) is None:
+        return None
+    return run_id[len(journal.get_run(run_id).run.workflow) + 1 :]
+
+
+def fork_thread(
+    graph: Any,
+    thread_id: str,
+    checkpoint_id: str,
+    *,
+    new_thread_id: str | None = None,
+    values: Any = None,
+    as_node: str | None = None,
+) -> dict[str, Any]:
+    """Fork a LangGraph thread at a checkpoint, by LangGraph's own semantics; return the config
+    to invoke: ``graph.invoke(None, config)`` runs from that checkpoint on.
+
+    The thread's checkpoints are copied to a new thread (``new_thread_id``, by default
+    ``<thread_id>~<random>``), so the original thread keeps its history and its latest state;
+    with ``values`` the fork first applies ``graph.update_state`` at that checkpoint (as
+    ``as_node``), which makes the changed state a new checkpoint of the fork."""
+    saver: Any = getattr(graph, "checkpointer", None)
+    jr = getattr(saver, "journal", None)
+    if jr is None or not hasattr(saver, "copy_thread"):
+        raise ConfigError(
+            "fork_thread needs a graph compiled with letitloop's checkpointer",
+            fix="compile it with checkpointer=LetItLoopCheckpointSaver(...)",
+        )
+    thread_id = str(thread_id)
+    if not jr.checkpoints(thread_id=thread_id, checkpoint_id=checkpoint_id, limit=1):
+        raise ConfigError(
+            f"LangGraph thread {thread_id!r} has no checkpoint {checkpoint_id!r}",
+            fix="list its checkpoints with graph.get_state_history(config) and pick an id",
+        )
+    new = new_thread_id or f"{thread_id}~{secrets.token_hex(3)}"
+    if jr.checkpoints(thread_id=new, limit=1):
+        raise ConfigError(
+            f"LangGraph thread {new!r} already exists", fix="pass another new_thread_id"
+        )
+    saver.copy_thread(thread_id, new)
+    config: dict[str, Any] = {
+        "configurable": {"thread_id": new, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+    }
+    if values is not None:
+        config = dict(graph.update_state(config, values, as_node=as_node))
+    return config
+
+
+def describe(origin: ForkOrigin) -> str:
+    """One line for people: what a fork was forked from."""
+    at = f"{origin.step!r} (position {origin.position})" if origin.step else f"{origin.position}"
+    return f"forked from {origin.run_id} at {at}, epoch {origin.epoch}"
