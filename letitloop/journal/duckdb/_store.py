@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 
+from letitloop.journal._analytics import VIEWS as ANALYTICS_VIEWS
 from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
 from letitloop.journal._preview import preview
 from letitloop.journal._records import (
@@ -200,6 +201,7 @@ class Store:
             )
         self.db.execute(ADDITIONS)
         self.db.execute(VIEWS)
+        self.db.execute(ANALYTICS_VIEWS)  # step_facts, run_facts (journal._analytics)
         self.lg = CheckpointStore(self.db)  # graph checkpoints: their tables are added on open
         self.journal_id: str = self.meta("journal_id") or ""
         self.schema_version = SCHEMA_VERSION

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from letitloop.journal._analytics import VIEWS_1 as ANALYTICS_VIEWS_1
 from letitloop.kernel._errors import ConfigError, JournalVersionError
 
 DEFAULT_SCHEMA = "letitloop"
@@ -92,6 +93,8 @@ END $$;
 ALTER TABLE steps ADD COLUMN shown text;
 ALTER TABLE runs ADD COLUMN result_shown text;
 """,
+    # 4: the typed analytics views step_facts and run_facts (docs/analytics.md)
+    ANALYTICS_VIEWS_1,
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises
