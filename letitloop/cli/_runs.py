@@ -1,4 +1,4 @@
-"""``lil runs``: list, show, resume, cancel, retry, budget, reset and garbage-collect runs."""
+"""``lil runs``: list, show, resume, fork, cancel, retry, budget, reset and garbage-collect runs."""
 
 from __future__ import annotations
 
@@ -358,6 +358,120 @@ def resume_cmd(run: str, as_json: bool) -> None:
     text = json.dumps(result, default=repr, ensure_ascii=False)
     short = text if len(text) <= 2000 else text[:2000] + f"… ({len(text)} characters)"
     out.say(out.text(f"{run_id} completed", "bold green"), out.text(f"result: {short}"), sep="\n")
+
+
+@runs.command("fork")
+@click.argument("run")
+@click.option(
+    "--from",
+    "step",
+    metavar="STEP",
+    required=True,
+    help="Run from this step on: a position or "
+    "a step's name (its first position); the steps before it are reused.",
+)
+@click.option(
+    "--args",
+    "args_json",
+    metavar="JSON",
+    help='New arguments: a JSON list (positional), an object (keywords) or {"args": [...], '
+    '"kwargs": {...}}; default: the run\'s own.',
+)
+@click.option(
+    "--key", metavar="KEY", help="The fork's run key (default: the run's, plus a suffix)."
+)
+@click.option("--run", "run_now", is_flag=True, help="Run the fork now, as `lil runs resume` does.")
+@click.option("--by", metavar="NAME", help="Who forks it (default: user@host).")
+@json_option
+@journal_option
+def fork_cmd(
+    run: str,
+    step: str,
+    args_json: str | None,
+    key: str | None,
+    run_now: bool,
+    by: str | None,
+    as_json: bool,
+) -> None:
+    """Fork a run: a new run that reuses every journaled step before STEP and runs from it on.
+
+    The original run is untouched; the fork records where it came from. A run some process is
+    executing is refused. Run the fork with --run, `lil runs resume FORK`, or in Python with
+    letitloop.run_fork(FORK, workflow).
+
+    \b
+    Example:
+        lil runs fork pipeline.main:customer-42 --from summarize --args '["customer-7"]' --run
+    """
+    from letitloop.kernel._fork import fork_run
+
+    journal = open_cli_journal()
+    args, kwargs = _fork_arguments(args_json)
+    fork = fork_run(
+        journal.find_run(run), step, args=args, kwargs=kwargs, journal=journal, key=key, by=by
+    )
+    report = fork.as_dict()
+    if run_now:
+        report["result"] = _run_fork_now(journal, fork.run_id, as_json)
+        report["status"] = "completed"
+    if as_json:
+        out.emit_json(report)
+        return
+    origin = fork.origin
+    where = f"{origin.step!r} (position {origin.position})" if origin.step else origin.position
+    lines = [
+        out.text(f"forked {origin.run_id} at {where}", "bold"),
+        out.text(f"new run: {fork.run_id} ({fork.reused} step(s) before it reused)"),
+    ]
+    if run_now:
+        lines.append(out.text(f"{fork.run_id} completed", "bold green"))
+        lines.append(out.text(f"result: {_short_json(report['result'])}"))
+    else:
+        lines.append(out.text(f"run it: lil runs resume {fork.run_id}"))
+    out.say(*lines, sep="\n")
+
+
+def _fork_arguments(text: str | None) -> tuple[Any, Any]:
+    """``--args`` as (args, kwargs), or (None, None) for the source's own arguments."""
+    if text is None:
+        return None, None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
+    if isinstance(value, list):
+        return value, {}
+    if isinstance(value, dict) and set(value) <= {"args", "kwargs"} and value:
+        a, k = value.get("args", []), value.get("kwargs", {})
+        if isinstance(a, list) and isinstance(k, dict):
+            return a, k
+    if isinstance(value, dict):
+        return [], value
+    raise click.BadParameter(
+        'give a JSON list, an object, or {"args": [...], "kwargs": {...}}', param_hint="--args"
+    )
+
+
+def _run_fork_now(journal: Any, fork_id: str, as_json: bool) -> Any:
+    """Run a fork in this process as ``lil runs resume`` would (exit 3 if it suspends)."""
+    from letitloop.journal._config import find_location
+    from letitloop.kernel._errors import Suspended
+    from letitloop.kernel._resume import resume_run
+
+    os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default
+    try:
+        return resume_run(journal, fork_id)
+    except Suspended as exc:
+        if as_json:
+            out.emit_json({"run_id": fork_id, "status": "suspended", "reason": exc.message})
+        else:
+            out.say(out.text(f"{fork_id} suspended", "bold blue"), out.text(exc.message))
+        raise SystemExit(3) from None
+
+
+def _short_json(value: Any) -> str:
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    return text if len(text) <= 2000 else text[:2000] + f"… ({len(text)} characters)"
 
 
 @runs.command("cancel")

@@ -167,7 +167,7 @@ def test_bad_fork_points_say_what_exists(any_journal: Any) -> None:
     pipeline = _pipeline(any_journal, calls, steps=3)
     pipeline(1)
     source_id = any_journal.list_runs()[0].run_id
-    with pytest.raises(ConfigError, match="no step named 'nope'.*s0, s1, s2"):
+    with pytest.raises(ConfigError, match=r"no step named 'nope'.*s0, s1, s2"):
         fork_run(source_id, "nope", journal=any_journal)
     with pytest.raises(ConfigError, match="positions 0 to 2"):
         fork_run(source_id, 7, journal=any_journal)

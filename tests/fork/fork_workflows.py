@@ -1,0 +1,34 @@
+"""Workflows the fork tests run in subprocesses (and import: ``lil runs fork --run`` does).
+
+Every step that really executes appends a line ``name arg`` to the file ``$FORK_CALLS``, so a
+test counts executions across processes. The journal is the default one (``$LIL_JOURNAL``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from letitloop import durable, step
+
+STEPS = ("fetch", "summarize", "review", "publish")
+
+
+def _work(name: str, customer: str) -> str:
+    with open(os.environ["FORK_CALLS"], "a", encoding="utf-8") as f:
+        f.write(f"{name} {customer}\n")
+    return f"{name}:{customer}:{uuid.uuid4().hex[:8]}"
+
+
+@durable
+def pipeline(customer: str) -> list[str]:
+    """Four steps; each output is new every time the step really runs."""
+    return [step(name, _work, name, customer) for name in STEPS]
+
+
+def calls() -> list[str]:
+    path = os.environ["FORK_CALLS"]
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()

@@ -1,0 +1,149 @@
+"""``lil runs fork`` in real subprocesses, on a real DuckDB file (its owner process) and on
+PostgreSQL: the fork imports the workflow as ``lil runs resume`` does and runs from STEP on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+LIL = [str(Path(sys.executable).with_name("lil"))]  # the installed console script
+
+
+def _env(journal: str, calls: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(LIL_JOURNAL=journal, FORK_CALLS=str(calls))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
+    return env
+
+
+def _run(env: dict[str, str], cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _lil_json(env: dict[str, str], cwd: Path, *argv: str) -> Any:
+    proc = _run(env, cwd, *LIL, *argv, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _calls(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture(params=["owner", "postgres"])
+def journal_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "postgres":
+        yield request.getfixturevalue("pg_dsn")
+        return
+    path = tmp_path / "journal" / "journal.duckdb"
+    yield str(path)
+    from tests.conftest import _kill_owner
+
+    _kill_owner(path)
+
+
+def test_lil_runs_fork_from_a_step_with_new_arguments(journal_url: str, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    env = _env(journal_url, calls)
+    source = _run(
+        env,
+        tmp_path,
+        sys.executable,
+        "-c",
+        "import json, fork_workflows; print(json.dumps(fork_workflows.pipeline('ada')))",
+    )
+    assert source.returncode == 0, source.stderr
+    outputs = json.loads(source.stdout)
+    assert len(_calls(calls)) == 4
+    (row,) = _lil_json(env, tmp_path, "runs", "list")
+    source_id = row["run_id"]
+    before = _lil_json(env, tmp_path, "runs", "show", source_id)
+
+    calls.unlink()
+    fork = _lil_json(
+        env, tmp_path, "runs", "fork", source_id[:20], "--from", "review", "--args", '["bob"]'
+    )
+    assert fork["forked_from"] == {
+        "run_id": source_id,
+        "position": 2,
+        "epoch": 0,
+        "step": "review",
+    }
+    assert fork["reused"] == 2 and fork["resumable"] is True
+    assert _calls(calls) == []  # forking alone runs nothing
+    listed = {r["run_id"]: r["status"] for r in _lil_json(env, tmp_path, "runs", "list")}
+    assert listed == {source_id: "completed", fork["run_id"]: "suspended"}
+
+    # run it the way `lil runs resume` does: exactly the steps from "review" on execute
+    proc = _run(env, tmp_path, *LIL, "runs", "resume", fork["run_id"], "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)["result"]
+    assert _calls(calls) == ["review bob", "publish bob"]
+    assert result[:2] == outputs[:2]  # reused: the very outputs the source journaled
+    assert result[2].startswith("review:bob:") and result[3].startswith("publish:bob:")
+    assert _lil_json(env, tmp_path, "runs", "show", source_id) == before  # source untouched
+
+    # --run forks and runs in one go; by position this time, with the source's own arguments
+    calls.unlink()
+    again = _lil_json(env, tmp_path, "runs", "fork", source_id, "--from", "3", "--run")
+    assert again["status"] == "completed" and again["reused"] == 3
+    assert again["result"][:3] == outputs[:3]
+    assert _calls(calls) == ["publish ada"]
+
+
+def test_lil_runs_fork_refuses_a_running_run_and_bad_steps(
+    journal_url: str, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.txt"
+    env = _env(journal_url, calls)
+    gate = tmp_path / "gate"
+    # a run that blocks inside its second step until the gate file appears, in its own process
+    code = (
+        "import os, time, fork_workflows as w\n"
+        "from letitloop import durable, step\n"
+        "def wait(_):\n"
+        f"    while not os.path.exists({str(gate)!r}): time.sleep(0.05)\n"
+        "    return 1\n"
+        "@durable(name='fork.blocked', run_id='b1')\n"
+        "def blocked():\n"
+        "    step('first', lambda: 0)\n"
+        "    return step('second', wait, 0)\n"
+        "print(blocked())\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        for _ in range(600):  # up to a minute or so on a loaded machine
+            listed = _run(env, tmp_path, *LIL, "runs", "list", "--json")  # fails until created
+            runs = json.loads(listed.stdout) if listed.returncode == 0 else []
+            if runs and runs[0]["current_step"] == "second":
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the blocked run never reached its second step")
+        proc = _run(env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "second")
+        assert proc.returncode == 1, proc.stdout
+        assert proc.stderr.startswith("error: "), proc.stderr
+        assert "is being executed by" in proc.stderr and "fork again" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert len(_lil_json(env, tmp_path, "runs", "list")) == 1  # no fork was made
+    finally:
+        gate.touch()
+        worker.wait(120)
+    assert worker.returncode == 0
+    proc = _run(env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "third")
+    assert proc.returncode == 1 and "no step named 'third'" in proc.stderr, proc.stderr
+    proc = _run(
+        env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "1", "--args", "{"
+    )
+    assert proc.returncode == 2 and "not JSON" in proc.stderr, proc.stderr
