@@ -44,6 +44,7 @@ COMMANDS = {
         "Start the language server for editors (stdio, or --tcp).",
     ),
     "receipt": ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it."),
+    "run": ("letitloop.cli._run", "run_group", "Run a coding-agent task durably (--task NAME)."),
     "runs": (
         "letitloop.cli._runs",
         "runs",

@@ -1,0 +1,121 @@
+"""A throwaway project per test: a task file, fake agent CLIs on PATH, a real journal, and
+``lil`` run as a real subprocess in that project."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+AGENTS = Path(__file__).resolve().parent / "agents"
+
+
+class Project:
+    """One project directory with its own journal, agents bin and plan."""
+
+    def __init__(self, root: Path, agents: tuple[str, ...]) -> None:
+        self.root = root
+        self.journal = root.parent / "journal" / "journal.duckdb"
+        self.bin = root.parent / "bin"
+        self.plan_file = root.parent / "plan.json"
+        self.log = root.parent / "agents.log"
+        self.bin.mkdir()
+        (root / "tasks").mkdir(parents=True)
+        for name in ("python3", "python"):
+            (self.bin / name).symlink_to(sys.executable)
+        self.install(*agents)
+        self.plan({})
+
+    def install(self, *agents: str) -> None:
+        """Put these fake agent CLIs on the project's PATH (the others are "not installed")."""
+        for name in agents:
+            (self.bin / name).symlink_to(AGENTS / name)
+
+    def plan(self, plan: dict[str, list[dict[str, Any]]]) -> None:
+        self.plan_file.write_text(json.dumps(plan))
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text()
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "PYTHONPATH": str(REPO),
+            "LIL_JOURNAL": str(self.journal),
+            "FAKE_AGENT_PLAN": str(self.plan_file),
+            "FAKE_AGENT_LOG": str(self.log),
+            "COLUMNS": "200",
+        }
+
+    def lil(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "letitloop", *args],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def start_lil(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "letitloop", *args],
+            cwd=self.root,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def wait_for_calls(self, n: int, timeout: float = 60) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            calls = self.calls()
+            if len(calls) >= n:
+                return calls
+            time.sleep(0.05)
+        raise AssertionError(f"expected {n} agent calls, saw {self.calls()}")
+
+
+def kill_agents(project: Project) -> None:
+    """SIGKILL any fake agent of this project still running, so a test never leaves one."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            if str(project.bin).encode() in cmd and int(proc.name) != os.getpid():
+                os.kill(int(proc.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    p = Project(tmp_path / "proj", ("claude", "codex", "gemini", "aider", "custom-agent"))
+    yield p
+    kill_agents(p)
+    from tests.conftest import _kill_owner
+
+    _kill_owner(p.journal)
