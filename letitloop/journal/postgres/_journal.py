@@ -51,7 +51,7 @@ from letitloop.journal._writes import RecordWrites
 from letitloop.journal.postgres import _reads, _schema
 from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
 from letitloop.journal.postgres._listen import Follower, Notifier, Subscription
-from letitloop.journal.postgres._writes import project
+from letitloop.journal.postgres._writes import HOT_SYNC, HOT_UNWAITED, hot_params, project
 from letitloop.kernel._errors import (
     JournalError,
     JournalUnavailableError,
@@ -555,16 +555,18 @@ class PgJournal(RecordWrites):
             if failure is not None:
                 raise failure
             return True
+        fence = [run_id, rev, self.session, self._leases[run_id]]
+        hot = hot_params(accepted)
         try:
-            with conn.pipeline(), conn.transaction():
-                cur = conn.cursor()
-                if not sync:
-                    cur.execute("SET LOCAL synchronous_commit TO off")
-                cur.execute(
-                    "SELECT lil_fence(%s, %s, %s, %s)",
-                    [run_id, rev, self.session, self._leases[run_id]],
-                )
-                project(cur, accepted)
+            if hot is not None:  # a step's records: one statement, one round trip
+                conn.execute(HOT_SYNC if sync else HOT_UNWAITED, [*fence, *hot])
+            else:
+                with conn.pipeline(), conn.transaction():
+                    cur = conn.cursor()
+                    if not sync:
+                        cur.execute("SET LOCAL synchronous_commit TO off")
+                    cur.execute("SELECT lil_fence(%s, %s, %s, %s)", fence)
+                    project(cur, accepted)
         except psycopg.Error as exc:
             if getattr(exc, "sqlstate", None) == _schema.STALE:
                 return False  # someone wrote to the run (a decision, a cancel): reload

@@ -46,6 +46,61 @@ _NAME_SQL = (
 )
 
 
+# The hot path's one statement: the fence (``lil_fence``: nobody wrote to the run since this
+# process read it, and its lease is still ours) and the records' events and step rows, as JSON
+# parameters (one round trip; psycopg prepares it after a few calls). Any error, the fence's
+# included, rolls the whole statement back.
+_HOT = (
+    "WITH f AS MATERIALIZED (SELECT lil_fence(%s, %s, %s, %s) AS rev{sync}), "
+    "e AS (INSERT INTO events (seq, key, run_id, kind, epoch, position, attempt, name, ts, data) "
+    f"SELECT (pg_current_xact_id()::text::bigint << {SEQ_SHIFT}) + u.o, u.v->>0, u.v->>1, "
+    "u.v->>2, (u.v->>3)::int, (u.v->>4)::int, (u.v->>5)::int, u.v->>6, (u.v->>7)::float8, "
+    "u.v->8 FROM f, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS u(v, o) "
+    "ON CONFLICT (key) DO NOTHING), "
+    f"s AS (INSERT INTO steps ({', '.join(_STEP_COLS)}) SELECT "
+    f"{', '.join('x.' + c for c in _STEP_COLS)} FROM f, "
+    "jsonb_populate_recordset(NULL::steps, %s::jsonb) AS x "
+    + _UPSERT_STEP[_UPSERT_STEP.index("ON CONFLICT") :]
+    + ") SELECT rev FROM f"
+)
+HOT_SYNC = _HOT.format(sync="")
+HOT_UNWAITED = _HOT.format(sync=", set_config('synchronous_commit', 'off', true)")
+
+
+def hot_params(records: Sequence[Record]) -> tuple[str, str] | None:
+    """The JSON parameters (events, step rows) of ``HOT_SYNC`` for records that change only
+    ``events`` and ``steps``; None when one of them needs another table (the caller projects)."""
+    steps: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+    events = []
+    for rec in records:
+        k = rec["k"]
+        if "pos" not in rec or k in ("rewind", "answer") or (k == "step" and rec.get("ask")):
+            return None
+        _merge_step(steps, rec)
+        events.append(
+            (
+                natural_key(rec),
+                rec["run"],
+                k,
+                rec.get("epoch"),
+                rec.get("pos"),
+                rec.get("att"),
+                rec.get("name"),
+                rec["ts"],
+                without_payload(rec),
+            )
+        )
+    rows = []
+    for key, row in steps.items():
+        values = dict(zip(_KEY_COLS, key, strict=True)) | row
+        if (out := values.get("output")) is not None:
+            values["output"] = "\\x" + out.hex()
+        if (err := values.get("error")) is not None:
+            values["error"] = json.loads(err)
+        rows.append(values)
+    return json.dumps(events, default=str), json.dumps(rows, default=str)
+
+
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, default=str)
 
