@@ -1,0 +1,197 @@
+"""Checks of the smolagents adapter's edges, run in ``.venvs/smolagents`` by
+tests/adapters/test_smolagents_api.py: ``python smol_checks.py NAME`` runs ``check_NAME`` on an
+in-memory journal and exits 0 when it holds (an AssertionError's traceback otherwise)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from smolagents import CodeAgent, ToolCallingAgent, tool
+from smolagents.local_python_executor import PythonExecutor
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+    Model,
+)
+
+from letitloop import MemoryJournal, approval
+from letitloop.adapters.smolagents import SmolagentsWALCallback, durable_agent
+from letitloop.kernel._errors import ApprovalPending, ConfigError, NonDeterminismError
+
+CALLS: list[str] = []
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look up a fact about a city.
+
+    Args:
+        city: the city
+    """
+    CALLS.append(f"lookup {city}")
+    return f"{city} is nice"
+
+
+@tool
+def publish(text: str) -> str:
+    """Publish a text once a person approved it.
+
+    Args:
+        text: what to publish
+    """
+    decision = approval("publish", {"text": text}, wait=False)
+    CALLS.append(f"publish {decision.approved}")
+    return "published" if decision.approved else "not published"
+
+
+class Scripted(Model):
+    """Answers ``script[i]``, i counting the assistant messages; raises where it says so."""
+
+    def __init__(self, script: list[Any]) -> None:
+        super().__init__(model_id="scripted-1")
+        self.script = script
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        i = sum(1 for m in messages if m.role == MessageRole.ASSISTANT)
+        CALLS.append(f"model {i}")
+        answer = self.script[i]
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, str):
+            return ChatMessage(role=MessageRole.ASSISTANT, content=answer)
+        name, args = answer
+        call = ChatMessageToolCall(
+            id=f"c{i}",
+            type="function",
+            function=ChatMessageToolCallFunction(name=name, arguments=args),
+        )
+        return ChatMessage(role=MessageRole.ASSISTANT, content=f"step {i}", tool_calls=[call])
+
+
+def code(*snippets: str) -> list[Any]:
+    return [f"Thought: go.\n<code>\n{s}\n</code>" for s in snippets]
+
+
+def raises(fn: Any, error: type[BaseException], *words: str) -> BaseException:
+    try:
+        fn()
+    except error as exc:
+        for word in words:
+            assert word in str(exc), f"{word!r} not in {exc}"
+        return exc
+    raise AssertionError(f"{fn} did not raise {error.__name__}")
+
+
+def check_refuses_streaming() -> None:
+    model = Scripted(code("final_answer(1)"))
+    model.generate_stream = lambda *a, **k: iter(())  # type: ignore[attr-defined]
+    agent = CodeAgent(tools=[], model=model, stream_outputs=True, verbosity_level=0)
+    raises(lambda: durable_agent(agent, run_id="s"), ConfigError, "stream_outputs", "fix")
+    plain = durable_agent(CodeAgent(tools=[], model=Scripted([]), verbosity_level=0), run_id="t")
+    raises(lambda: plain.run("task", stream=True), ConfigError, "stream")
+
+
+def check_refuses_a_remote_executor() -> None:
+    class Remote(PythonExecutor):
+        def send_tools(self, tools: Any) -> None: ...
+        def send_variables(self, variables: Any) -> None: ...
+        def __call__(self, code_action: str) -> Any: ...
+
+    agent = CodeAgent(tools=[], model=Scripted([]), executor=Remote(), verbosity_level=0)
+    raises(lambda: durable_agent(agent, run_id="r"), ConfigError, "Remote", 'executor_type="local"')
+
+
+def check_requires_a_run_id() -> None:
+    agent = CodeAgent(tools=[], model=Scripted([]), verbosity_level=0)
+    raises(lambda: durable_agent(agent, run_id=""), ConfigError, "run_id")
+
+
+def check_tools_and_models_outside_a_run_are_unchanged() -> None:
+    model = Scripted(code("final_answer(lookup(city='Oslo'))"))
+    agent = CodeAgent(tools=[lookup], model=model, verbosity_level=0)
+    durable_agent(agent, run_id="o", journal=MemoryJournal())
+    assert lookup(city="Bern") == "Bern is nice"  # no run: the tool just runs
+    assert agent.run("plain smolagents, not durable") == "Oslo is nice"
+    assert CALLS == ["lookup Bern", "model 0", "lookup Oslo"]
+
+
+def check_the_alias_wraps_an_agent() -> None:
+    journal = MemoryJournal()
+    wal = SmolagentsWALCallback(session_id="s1", journal=journal)
+    agent = wal.wrap_agent(
+        ToolCallingAgent(
+            tools=[lookup],
+            model=Scripted([("lookup", {"city": "Rome"}), ("final_answer", {"answer": "ok"})]),
+            verbosity_level=0,
+        )
+    )
+    assert agent.run("find") == "ok"
+    assert [r.run_id for r in journal.list_runs()] == ["smolagents:ToolCallingAgent:s1"]
+    raises(lambda: wal(None), ConfigError, "wrap_agent")
+
+
+def check_wrapping_twice_journals_once() -> None:
+    journal = MemoryJournal()
+    agent = CodeAgent(
+        tools=[lookup],
+        model=Scripted(code("x = lookup(city='Oslo')", "final_answer(x)")),
+        verbosity_level=0,
+    )
+    durable_agent(agent, run_id="a", journal=journal)
+    again = durable_agent(agent, run_id="b", journal=journal)
+    assert again.run("go") == "Oslo is nice"
+    names = [a.name for a in journal.get_run("smolagents:CodeAgent:b").attempts]
+    assert names == ["model:CodeAgent", "tool:lookup", "model:CodeAgent"], names
+
+
+def check_a_failed_model_call_runs_again_and_the_rest_replays() -> None:
+    journal = MemoryJournal()
+    script: list[Any] = code("x = lookup(city='Oslo')", "final_answer(x + '!')")
+    script.insert(1, RuntimeError("the provider is down"))
+    agent = durable_agent(
+        CodeAgent(tools=[lookup], model=Scripted(script), verbosity_level=0),
+        run_id="f",
+        journal=journal,
+    )
+    raises(lambda: agent.run("go"), Exception, "the provider is down")
+    assert journal.get_run("smolagents:CodeAgent:f").run.status == "failed"
+    del script[1]  # the provider is back
+    assert agent.run("go") == "Oslo is nice!"
+    assert CALLS == ["model 0", "lookup Oslo", "model 1", "model 1"]
+
+
+def check_a_changed_workflow_is_not_swallowed() -> None:
+    journal = MemoryJournal()
+    script: list[Any] = code("x = lookup(city=city)", "final_answer(x)")
+    script.insert(1, RuntimeError("crash"))
+    agent = CodeAgent(tools=[lookup], model=Scripted(script), verbosity_level=0)
+    agent.state["city"] = "Oslo"  # a variable the agent's code reads, outside the journal
+    durable = durable_agent(agent, run_id="n", journal=journal)
+    raises(lambda: durable.run("go"), Exception, "crash")
+    agent.state["city"] = "Bern"  # changed: the replayed code now calls the tool differently
+    raises(lambda: durable.run("go"), NonDeterminismError, "tool:lookup", "lil runs reset")
+    assert CALLS == ["model 0", "lookup Oslo", "model 1"]  # replayed model 0, no tool ran
+
+
+def check_a_tool_asks_for_approval() -> None:
+    journal = MemoryJournal()
+    model = Scripted([("publish", {"text": "hello"}), ("final_answer", {"answer": "done"})])
+    agent = durable_agent(
+        ToolCallingAgent(tools=[publish], model=model, verbosity_level=0),
+        run_id="p",
+        journal=journal,
+    )
+    raises(lambda: agent.run("publish it"), ApprovalPending, "publish")
+    run_id = "smolagents:ToolCallingAgent:p"
+    assert journal.get_run(run_id).run.status == "suspended"
+    (pending,) = journal.approvals(status="pending", run_id=run_id)
+    journal.decide_approval(pending.id, approved=True, by="tester")
+    assert agent.run("publish it") == "done"
+    assert CALLS == ["model 0", "publish True", "model 1"]  # model 0 replayed, not asked again
+
+
+if __name__ == "__main__":
+    globals()[f"check_{sys.argv[1]}"]()
