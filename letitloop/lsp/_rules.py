@@ -119,17 +119,20 @@ class DurableFunction(NamedTuple):
 
 
 _MAGIC = re.compile(r"^[ \t]*(%|!)")
+# a ``%%durable`` cell as the letitloop lab extension hands it to jupyterlab-lsp's servers: a
+# document of its own whose first line is the magic as a comment of the same length
+LAB_CELL = "#%durable"
 
 
 def mask_cell(source: str) -> tuple[str, str | None]:
     """A notebook cell with its IPython magics turned into comments of the same length (so
     every position stays put), and the name given to ``%%durable``, if it is such a cell."""
     lines = source.splitlines(keepends=True)
-    if not lines or not lines[0].lstrip().startswith("%"):
+    if not lines or not lines[0].lstrip().startswith(("%", LAB_CELL)):
         return source, None
     cell = None
     first = lines[0].split()
-    if first and first[0] == "%%durable":
+    if first and first[0] in ("%%durable", LAB_CELL):
         names = [w for w in first[1:] if not w.startswith("-")]
         cell = names[0] if names else "cell"
     out = []

@@ -39,6 +39,17 @@ CHROME_ARGS = [
     "--disable-sync",
 ]
 KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+TEE = HERE / "lsp_tee.py"  # copies the LSP traffic to lsp.log beside lab.log
+
+
+def _lsp_config(log: Path) -> dict[str, Any]:
+    """jupyter-lsp's config: ``lil lsp`` as docs/editors.md registers it, through the tee."""
+    argv = [sys.executable, str(TEE), str(log), str(Path(sys.executable).with_name("lil")), "lsp"]
+    config: dict[str, Any] = json.loads(json.dumps(LSP))
+    config["LanguageServerManager"]["language_servers"]["letitloop"]["argv"] = argv
+    return config
+
+
 LSP = {
     "LanguageServerManager": {
         "language_servers": {
@@ -78,7 +89,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
-    (base / "cfg" / "jupyter_server_config.json").write_text(json.dumps(LSP))
+    lsp_log = base / "lsp.log"
+    (base / "cfg" / "jupyter_server_config.json").write_text(json.dumps(_lsp_config(lsp_log)))
     startup = base / "ipython" / "profile_default"
     startup.mkdir(parents=True)
     (startup / "ipython_kernel_config.py").write_text("c.IPKernelApp.extensions = ['letitloop']\n")
@@ -131,6 +143,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "root": root,
             "journal": journal,
             "log": base / "lab.log",
+            "lsp_log": lsp_log,
         }
     finally:
         proc.terminate()
@@ -252,10 +265,14 @@ def _wait_idle(lab: dict[str, Any], path: str, timeout: float = 90) -> str:
 
 
 def _run_first_cell(page: Any, expect_selector: str) -> None:
+    _run_cell(page, expect_selector, index=0)
+
+
+def _run_cell(page: Any, expect_selector: str, index: int) -> None:
     from playwright.sync_api import expect
 
     for attempt in range(3):  # a Shift+Enter sent before the kernel is connected is dropped
-        page.locator(".jp-NotebookPanel:visible .jp-Cell .cm-content").first.click()
+        page.locator(".jp-NotebookPanel:visible .jp-Cell .cm-content").nth(index).click()
         page.keyboard.press("Shift+Enter")
         try:
             expect(page.locator(expect_selector).first).to_be_visible(timeout=30_000)
@@ -346,3 +363,68 @@ def test_jupyter_lsp_delivers_an_lil001_diagnostic_on_a_notebook_cell(
     assert "time.time() gives a different value on replay: journal it in a step" in text, text
     assert "letitloop" in text
     page.screenshot(path=str(IMG / "lab-lsp.png"))
+
+
+def _lsp_traffic(lab: dict[str, Any], tail: int = 4000) -> str:
+    """The end of what jupyterlab-lsp and ``lil lsp`` said to each other (for failures)."""
+    path = lab["lsp_log"]
+    return path.read_text(errors="replace")[-tail:] if path.exists() else "(no LSP traffic)"
+
+
+DURABLE_CELL = (
+    "%%durable clock\n"
+    "import time\n"
+    "rows = step('load', lambda: [1, 2, 3])\n"
+    "stamp = time.time()\n"
+    "sum(rows)"
+)
+
+
+def test_lil_lsp_marks_and_hovers_a_durable_cell_in_the_lab(page: Any, lab: dict[str, Any]) -> None:
+    """A ``%%durable`` cell (after a plain one) reaches ``lil lsp`` as a document of its own
+    (the lab extension's extractor): ``time.time()`` outside a step gets LIL001's mark and
+    message in the cell, and Ctrl+hover on the step shows the journal's record of the run."""
+    cells = [new_code_cell("x = 1"), new_code_cell(DURABLE_CELL)]
+    nbformat.write(new_notebook(cells=cells, metadata=KERNEL), lab["root"] / "clock.ipynb")
+    page.goto(f"{lab['url']}/lab/tree/clock.ipynb?token={lab['token']}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    _wait_idle(lab, "clock.ipynb")
+    _run_cell(page, ".lil-cell-badge.lil-badge-completed", index=1)  # a run in the journal
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1)
+    mark = cell.locator(".cm-lintRange").first
+    try:
+        mark.wait_for(timeout=90_000)
+    except Exception as exc:
+        raise AssertionError(
+            f"no mark in the %%durable cell; LSP traffic:\n{_lsp_traffic(lab)}"
+        ) from exc
+    assert mark.inner_text() == "time.time()"
+    assert (
+        page.locator(".jp-NotebookPanel:visible .jp-Cell").first.locator(".cm-lintRange").count()
+        == 0
+    )
+    mark.hover()
+    tooltip = page.locator(".cm-tooltip-lint").first
+    tooltip.wait_for(timeout=15_000)
+    text = tooltip.inner_text()
+    assert "time.time() gives a different value on replay: journal it in a step" in text, text
+    assert "letitloop" in text
+    # Ctrl+hover (jupyterlab-lsp's default) on the step: its attempts in the journal
+    hover = page.locator(".lsp-hover").first
+    target = cell.locator(".cm-line span", has_text="'load'").first
+    page.keyboard.down("Control")  # held, so every mouse move asks for the hover
+    try:
+        for attempt in range(20):
+            target.hover(position={"x": 3 + attempt % 3, "y": 5})
+            try:
+                hover.wait_for(timeout=1500)
+                break
+            except Exception as exc:
+                if attempt == 19:
+                    raise AssertionError(f"no hover; LSP traffic:\n{_lsp_traffic(lab)}") from exc
+        shown = hover.inner_text()
+        assert "step load" in shown and "workflow cell.clock" in shown, shown
+        assert "completed" in shown and "[\n  1,\n  2,\n  3\n]" in shown, shown  # journaled output
+        page.screenshot(path=str(IMG / "lab-lsp-durable.png"))
+    finally:
+        page.keyboard.up("Control")

@@ -224,3 +224,24 @@ def test_a_durable_cell_rewritten_by_jupyterlab_lsp_is_analysed_as_the_cell() ->
     assert [f.span.line for f in found.findings] == [0, 3]  # not the one inside the step
     (site,) = found.sites
     assert lines[site.span.line][site.span.col :].startswith('step("a"')
+
+
+def test_a_durable_cell_from_the_lab_extension_is_analysed_in_place() -> None:
+    """The lab extension hands a ``%%durable`` cell to jupyterlab-lsp's servers as a document
+    of its own with the magic as a same-length comment (``#%durable NAME``): the cell's name
+    and every position are the cell's own, so marks land where the user sees the code."""
+    from letitloop.lsp._analysis import analyze
+
+    cell = "%%durable fetch --fresh\nimport time\nu = step('a', lambda: 1)\nv = time.time()\n"
+    lab = cell.replace("%%durable", "#%durable", 1)
+    found = analyze(lab)
+    assert found.error is None and found.cell == "fetch"
+    assert analyze(cell)._replace(cell=None) == found._replace(cell=None)
+    lines = lab.splitlines()
+    marked = [
+        (f.code, f.span.line, lines[f.span.line][f.span.col : f.span.end_col])
+        for f in found.findings
+    ]
+    assert marked == [("LIL001", 3, "time.time()")]
+    assert [(s.name, s.span.line, s.span.col) for s in found.sites] == [("a", 2, 4)]
+    assert analyze("#%durables x\nimport time\nv = time.time()\n").cell is None

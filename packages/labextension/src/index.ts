@@ -15,6 +15,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { IProposal, onJournalEvent } from './api';
 import { CellBadges } from './badges';
+import { durableCells } from './lsp';
 import { LilSidebar } from './sidebar';
 import { RunView, SpliceView } from './views';
 
@@ -112,4 +113,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, durableCells];
