@@ -50,7 +50,11 @@ def forked_from(journal: Journal, run_id: str) -> ForkOrigin | None:
     The origin is kept in the run's first record (its ``run`` record's ``fork`` field), which
     every backend returns as that run's first event; it is checked again here, as any read."""
     events = journal.events(run_id=run_id, limit=1)
-    data = events[0].data if events else {}
+    return origin_of(events[0].data) if events else None
+
+
+def origin_of(data: dict[str, Any]) -> ForkOrigin | None:
+    """The fork origin a run's first event carries, if any (checked: events are read data)."""
     fork = data.get("fork") if data.get("k") == "run" else None
     if not isinstance(fork, dict):
         return None

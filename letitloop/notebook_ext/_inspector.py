@@ -47,7 +47,16 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         self.superseded = W.HTML()
         self.detail = W.HTML()
         self.detail.add_class("lil-step-detail")
-        super().__init__([self.header, self.rows, self.superseded, self.detail])
+        self.forks: list[Any] = []  # ForkedRun of every fork made here, newest last
+        self.fork_button = W.Button(
+            description="Fork from here",
+            tooltip="a new run that reuses the steps before this one and runs from it on",
+            layout=W.Layout(display="none"),  # shown once a step is opened
+        )
+        self.fork_button.on_click(lambda _b: self._fork_clicked())
+        self.fork_note = W.HTML()
+        forks = W.HBox([self.fork_button, self.fork_note])
+        super().__init__([self.header, self.rows, self.superseded, self.detail, forks])
         self.add_class("lil-inspector")
         self.refresh()
         self._schedule = _on_kernel()
@@ -115,6 +124,42 @@ class RunInspector(W.VBox):  # type: ignore[misc]
                 title = f"traceback of attempt {x.attempt} ({html.escape(x.status)})"
                 parts.append(f"<div><b>{title}</b></div>" + _pre(user_traceback(tb)))
         self.detail.value = "".join(f"<div>{p}</div>" for p in parts)
+        self.fork_button.layout.display = None
+        self.fork_button.description = f"Fork from {a.name}"
+
+    def fork(
+        self,
+        position: int | str | None = None,
+        *,
+        args: Any = None,
+        kwargs: Any = None,
+    ) -> Any:
+        """Fork this run at a step (by default the opened one): a new run reusing the steps
+        before it; run it with ``fork.run(workflow)``. Returns the ``ForkedRun``."""
+        from letitloop.kernel._fork import fork_run
+
+        at = self.opened if position is None else position
+        if at is None:
+            raise ConfigError(
+                "no step is open to fork from", fix="click a step first, or pass its position"
+            )
+        made = fork_run(self.run_id, at, args=args, kwargs=kwargs, journal=self.journal)
+        self.forks.append(made)
+        self.fork_note.value = (
+            f" forked: <code>{html.escape(made.run_id)}</code> reuses {made.reused} step(s); "
+            f"run it with <code>letitloop.run_fork({html.escape(repr(made.run_id))}, "
+            f"workflow)</code> or <code>lil runs resume {html.escape(made.run_id)}</code>"
+        )
+        return made
+
+    def _fork_clicked(self) -> None:
+        from letitloop.kernel._errors import LetItLoopError
+
+        try:
+            self.fork()
+        except LetItLoopError as exc:  # shown in the widget: a click has no caller to raise to
+            fix = f"<br>fix: {html.escape(exc.fix)}" if exc.fix else ""
+            self.fork_note.value = f" <b>cannot fork</b>: {html.escape(exc.message)}{fix}"
 
     def _full_output(self, a: AttemptInfo) -> str:
         if a.status != "completed" or a.codec is None:

@@ -75,6 +75,19 @@ def raise_budget(journal: OwnerJournal, run_id: str, by: str, dollars: float) ->
     return f"budget of {run_id} set to ${dollars:g}: resume the run to continue"
 
 
+def fork_run_at(journal: OwnerJournal, run_id: str, position: int, by: str) -> tuple[str, str]:
+    """Fork a run at a step: a new run reusing the steps before it (nothing runs yet).
+    Returns the sentence to show and the fork's run id."""
+    from letitloop.kernel._fork import fork_run
+
+    fork = fork_run(run_id, position, journal=journal, by=by)
+    said = (
+        f"forked {run_id} at position {position}: {fork.run_id} reuses {fork.reused} step(s) "
+        "and runs from there; press R to run it"
+    )
+    return said, fork.run_id
+
+
 def cancel_run(journal: OwnerJournal, run_id: str, by: str, comment: str | None = None) -> str:
     """Cancel a run; the comment is journaled as the cancel's reason."""
     journal.cancel_run(run_id, by, comment or "cancelled from lil-tui")

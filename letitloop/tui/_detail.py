@@ -18,8 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Label, RichLog, Sparkline, Static
 
+from letitloop.journal._fork import origin_of
 from letitloop.journal._maps import MapItems
 from letitloop.journal._preview import human_times
+from letitloop.tui import _actions
 from letitloop.tui._events import describe
 from letitloop.tui._model import (
     DetailView,
@@ -31,7 +33,7 @@ from letitloop.tui._model import (
     usd,
 )
 from letitloop.tui._runs import RUN_BINDINGS, RunActions
-from letitloop.tui._widgets import JournalScreen, RowTable, status_text
+from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable, status_text
 
 # Fixed widths: a table refilled while it is laid out would otherwise size its columns
 # differently from one time to the next.
@@ -58,6 +60,7 @@ class DetailScreen(RunActions, JournalScreen):
         Binding("escape", "back", "Back"),
         *RUN_BINDINGS,
         Binding("a", "approve", "Approve", show=False),
+        Binding("f", "fork", "Fork from here"),
     ]
 
     def __init__(self, run_id: str) -> None:
@@ -110,6 +113,9 @@ class DetailScreen(RunActions, JournalScreen):
             f"   steps {row.steps}   epoch {run.epoch}   try {run.attempt}",
             f"   started {row.started}   duration {row.duration}",
         )
+        if data.events and (origin := origin_of(data.events[0].data)) is not None:
+            at = f"{origin.step} (#{origin.position})" if origin.step else f"#{origin.position}"
+            summary.append(f"\nforked from {origin.run_id} at {at}", "cyan")
         if run.error:
             summary.append(f"\n{error_line(run.error)}", style="red")
         if data.dead_letter:
@@ -291,6 +297,36 @@ class DetailScreen(RunActions, JournalScreen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_fork(self) -> None:
+        """Fork this run at the selected step, then open the fork (R runs it)."""
+        pos = self.selected_position
+        if self.view is None or pos is None:
+            return
+        name = self._names.get(pos) or next(
+            (s.name for s in self.view.steps if s.position == pos), f"#{pos}"
+        )
+        made: list[str] = []
+
+        def fork(journal: Any, run_id: str, position: int, by: str) -> str:
+            said, fork_id = _actions.fork_run_at(journal, run_id, position, by)
+            made.append(fork_id)
+            return said
+
+        def opened() -> None:
+            if made:
+                self.lil.open_run(made[0])
+
+        def done(answer: str | None) -> None:
+            if answer is not None:
+                self.run_write(fork, self.run_id, pos, _actions.who(), after=opened)
+
+        question = (
+            f"Fork {self.run_id} from step {name} (position {pos})?\n"
+            f"A new run reuses the journaled results of the {pos} position(s) before it and runs "
+            "from it on, with the same arguments; this run is left as it is."
+        )
+        self.app.push_screen(ConfirmScreen(question, comment=False), done)
 
     def action_approve(self) -> None:
         if self.view is not None and self.view.pending_approvals:
