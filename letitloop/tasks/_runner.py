@@ -111,7 +111,7 @@ def task_run(
             reasons.append(f"{agent.name}: the checks still failed after {left} attempt(s)")
             break
         used += out["attempt"]
-        critique = out["critique"] or critique
+        critique = out["critique"] or out["critique_in"] or critique
         if out["status"] == "checked":
             accepted = out
             break

@@ -1,0 +1,129 @@
+"""A runner SIGKILLed mid-attempt: the same command again continues at the attempt in flight,
+and finished attempts are not repeated; ``--supervise`` restarts a killed runner by itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from tests.tasks.conftest import Project
+
+TASK = """
+goal = "Write the answer into src/answer.txt"
+paths = ["src/**"]
+agents = ["codex", "claude"]
+
+[limits]
+attempts = 4
+
+[[checks]]
+kind = "regex"
+paths = ["src/answer.txt"]
+pattern = "^42$"
+"""
+GOOD = {"do": "write", "files": {"src/answer.txt": "42\n"}}
+PARTIAL = {"do": "write", "files": {"src/answer.txt": "4"}, "then": "hang"}
+
+
+def _agent_pids(project: Project) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(project.bin).encode() in (proc / "cmdline").read_bytes():
+                    pids.append(int(proc.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _wait_gone(project: Project, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while _agent_pids(project) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _agent_pids(project), "the agent outlived its runner"
+
+
+def _wait_file(path: Path, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text() == text:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never held {text!r}")
+
+
+def test_sigkill_mid_attempt_resumes_without_repeating(project: Project) -> None:
+    project.write("tasks/answer.toml", TASK)
+    project.write("src/answer.txt", "unknown\n")
+    project.plan({"codex": [{"do": "fail", "code": 2}], "claude": [PARTIAL, GOOD]})
+    runner = project.start_lil("run", "--task", "answer")
+    try:
+        project.wait_for_calls(2)  # codex failed over, claude is editing
+        _wait_file(project.root / "src/answer.txt", "4")
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait(30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    _wait_gone(project)  # the agent died with its runner: nobody edits behind the resume
+    shown = json.loads(project.lil("run", "show", "answer", "--json").stdout)
+    assert [(a["agent"], a["verdict"]) for a in shown["attempts"]] == [
+        ("codex", "failover"),
+        ("claude", "started"),
+    ]
+
+    again = project.lil("run", "--task", "answer", "--json")  # the same command again
+    assert again.returncode == 0, again.stderr
+    result = json.loads(again.stdout)
+    assert result["agent"] == "claude" and result["failovers"] == ["codex: exited 2"]
+    calls = [(c["agent"], c["call"]) for c in project.calls()]
+    assert calls == [("codex", 1), ("claude", 1), ("claude", 2)]  # codex did not run again
+    assert project.read("src/answer.txt") == "42\n"
+    shown = json.loads(project.lil("run", "show", "answer", "--json").stdout)
+    rows = [(a["agent"], a["attempt"], a["verdict"]) for a in shown["attempts"]]
+    assert rows == [("codex", 1, "failover"), ("claude", 1, "started"), ("claude", 2, "accepted")]
+    # the attempt run again is compared with the tree from before the killed one began
+    last = shown["attempts"][-1]
+    assert last["changed"] == ["src/answer.txt"] and "-unknown" in last["diff"]
+
+    third = project.lil("run", "--task", "answer", "--json")  # completed: nothing runs
+    assert third.returncode == 0 and len(project.calls()) == 3
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                stat = (proc / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(proc.name))
+    return out
+
+
+def test_supervise_restarts_a_killed_runner(project: Project) -> None:
+    project.write("tasks/answer.toml", TASK.replace('["codex", "claude"]', '["claude"]'))
+    project.write("src/answer.txt", "unknown\n")
+    project.plan({"claude": [PARTIAL, GOOD]})
+    runner = project.start_lil("run", "--task", "answer", "--supervise", "--json")
+    try:
+        project.wait_for_calls(1)
+        _wait_file(project.root / "src/answer.txt", "4")
+        children = _children(runner.pid)
+        assert len(children) == 1, children  # the supervised runner
+        os.kill(children[0], signal.SIGKILL)
+        stdout, stderr = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, stderr
+    assert "restart" in stderr
+    assert json.loads(stdout)["agent"] == "claude"
+    assert [(c["agent"], c["call"]) for c in project.calls()] == [("claude", 1), ("claude", 2)]
+    assert project.read("src/answer.txt") == "42\n"
