@@ -27,6 +27,8 @@ _EXPORTS = {
     "PRESETS": "letitloop.tasks._agents",
     "run_task": "letitloop.tasks._runner",
     "run_id_of": "letitloop.tasks._runner",
+    "task_detail": "letitloop.tasks._report",
+    "task_runs": "letitloop.tasks._report",
 }
 __all__ = [
     "PRESETS",
@@ -39,6 +41,8 @@ __all__ = [
     "load_task",
     "run_id_of",
     "run_task",
+    "task_detail",
+    "task_runs",
 ]
 
 if TYPE_CHECKING:
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
         TaskSpec,
         load_task,
     )
+    from letitloop.tasks._report import task_detail, task_runs
     from letitloop.tasks._runner import run_id_of, run_task
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
