@@ -233,3 +233,31 @@ def test_sigkill_inside_a_side_effect_never_repeats_it(
     assert case.run(SMOL_RECONCILE="done") == expected
     assert len(case.lines("effects")) == 1
     assert len(case.lines("calls")) == len(ref_calls)  # no model call was in flight
+
+
+def test_lil_runs_resume_continues_an_agent_run_inside_a_workflow(
+    cases: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The agent's run is a child of ``nightly``, a ``@durable`` workflow of the script, so
+    ``lil runs resume`` (in the framework's environment) imports it and continues the agent."""
+    expected, ref_calls, ref_tools = reference("multi", tmp_path_factory)
+    case = cases("multi")
+    case.kill_when("calls", 3, SMOL_HANG_AT="3", SMOL_PARENT="1")  # inside the managed agent
+    lil = framework_python("smolagents").parent / "lil"
+    parent = "smol-nightly:nightly-multi"
+    out = subprocess.run(
+        [str(lil), "runs", "resume", parent, "--json", "--journal", str(case.journal)],
+        env=case.env | {"SMOL_OUT": str(case.out), "SMOL_KIND": "multi"},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=case.out,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert expected["answer"] in json.loads(out.stdout)["result"], out.stdout
+    calls = case.lines("calls")
+    assert len(calls) == len(ref_calls) + 1 and calls[3:] == ref_calls[2:]
+    assert sorted(case.lines("tools")) == sorted(ref_tools)
+    assert len(case.lines("effects")) == 1
+    child = case.show()["run"]
+    assert child["status"] == "completed" and child["parent"] == parent

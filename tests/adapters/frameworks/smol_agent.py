@@ -9,6 +9,9 @@ call appends a line to OUT/calls, every tool call a line to OUT/tools, every e-m
 to OUT/effects (each fsync'd before going on). ``SMOL_HANG_AT=k`` makes the k-th model call
 (counted in OUT/calls) hang, ``SMOL_HANG_IN=send`` makes the e-mail tool hang right after its
 effect: the test SIGKILLs the process there. The answer (or the error) goes to OUT/result.json.
+With ``SMOL_PARENT=1`` the agent runs inside ``nightly``, a ``@durable`` workflow of this
+script, which ``lil runs resume`` can import and call again (OUT and KIND then come from
+``SMOL_OUT`` and ``SMOL_KIND``).
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from smolagents.models import (
 )
 from smolagents.monitoring import TokenUsage
 
-from letitloop import atomic_marker
+from letitloop import atomic_marker, durable
 from letitloop.adapters.smolagents import durable_agent
 from letitloop.kernel._cost import set_prices
 
-OUT = Path(sys.argv[1])
-KIND = sys.argv[2]
+OUT = Path(os.environ.get("SMOL_OUT") or sys.argv[1])
+KIND = os.environ.get("SMOL_KIND") or sys.argv[2]
+TASK = "Find facts about cities and tell ops."
 HANG_AT = int(os.environ.get("SMOL_HANG_AT", "0"))
 HANG_IN = os.environ.get("SMOL_HANG_IN", "")
 RECONCILE = os.environ.get("SMOL_RECONCILE", "")
@@ -167,14 +171,14 @@ MANAGER_SCRIPT = [
 ]
 
 
-def build() -> Any:
-    if KIND == "code":
+def build(kind: str) -> Any:
+    if kind == "code":
         return CodeAgent(
             tools=[LookupTool(), SendEmailTool()],
             model=Scripted("coder", CODE_SCRIPT),
             verbosity_level=0,
         )
-    if KIND == "tool":
+    if kind == "tool":
         return ToolCallingAgent(
             tools=[LookupTool(), SendEmailTool()],
             model=Scripted("caller", TOOL_SCRIPT),
@@ -196,11 +200,19 @@ def build() -> Any:
     )
 
 
+@durable(name="smol-nightly", run_id="nightly-{kind}")
+def nightly(kind: str) -> str:
+    """A workflow around the agent, whose run is the agent's parent run."""
+    return str(durable_agent(build(kind), run_id=f"smol-{kind}").run(TASK))
+
+
 def main() -> None:
     set_prices({"scripted-1": (1.0, 2.0)})  # USD per 1M tokens: the steps' cost from usage
-    agent = durable_agent(build(), run_id=f"smol-{KIND}")
     try:
-        result = {"answer": agent.run("Find facts about cities and tell ops.")}
+        if os.environ.get("SMOL_PARENT"):
+            result = {"answer": nightly(KIND)}
+        else:
+            result = {"answer": durable_agent(build(KIND), run_id=f"smol-{KIND}").run(TASK)}
     except Exception as exc:
         result = {"error": type(exc).__name__, "message": str(exc)}
     (OUT / "result.json").write_text(json.dumps(result))
