@@ -264,3 +264,35 @@ TIME_COLUMNS = frozenset(
     "last_active".split()
 )
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d(:?\d\d)?)?")
+
+
+@journal.command("export")
+@click.option(
+    "--parquet",
+    "directory",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write steps.parquet and runs.parquet into (created if missing).",
+)
+@click.option("--since", default=None, help="Only what started after: 7d, 12h, or a date.")
+@json_option
+@journal_option
+def export_cmd(directory: Path, since: str | None, as_json: bool) -> None:
+    """Write the analytics views (step_facts, run_facts; see docs/analytics.md) as Parquet
+    files that DuckDB, pandas and Polars read; DuckDB and PostgreSQL journals alike.
+
+    \b
+    Example:
+        lil journal export --parquet exports/ --since 30d
+        duckdb -c "SELECT model, sum(cost_usd) FROM 'exports/steps.parquet' GROUP BY 1"
+    """
+    from letitloop.cli._shared import open_cli_journal
+    from letitloop.journal._analytics import export_parquet, parse_since
+
+    counts = export_parquet(open_cli_journal(), directory, parse_since(since))
+    files = {stem: str(directory / f"{stem}.parquet") for stem in counts}
+    if as_json:
+        out.emit_json({"files": files, "rows": counts})
+        return
+    for stem, n in counts.items():
+        out.say(f"{files[stem]}: {n} row{'s' if n != 1 else ''}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import synthetic
+
+# folding a big import keeps a DuckDB owner busy longer than its reads' default limit (15 s)
+os.environ.setdefault("LIL_READ_TIMEOUT", "180")
 
 
 @pytest.fixture(params=["duckdb", "postgres"])

@@ -5,6 +5,7 @@ steps in seconds, through the journal's own batch import rather than 100,000 ste
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -126,7 +127,25 @@ def fill(journal: Any, shape: Shape = Shape(), batch: int = 20_000) -> list[dict
             journal.import_records(pending)
             every += pending
             pending = []
+            wait_folded(journal)
     if pending:
         journal.import_records(pending)
         every += pending
+    wait_folded(journal)
     return every
+
+
+def wait_folded(journal: Any, timeout: float = 600.0) -> None:
+    """Wait until a DuckDB owner has folded its whole log into its tables: its reads wait for
+    the fold, within ``LIL_READ_TIMEOUT``, and a run's record folds in ~10 ms on a busy machine
+    (its steps in bulk, far faster), so a big import is folded batch by batch."""
+    if not hasattr(journal, "stats"):
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        stats = journal.stats()
+        if stats["folded_lsn"] >= stats["log_end"]:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the owner folded {stats['folded_lsn']} of {stats['log_end']}")
+        time.sleep(0.2)
