@@ -38,10 +38,20 @@ COMMANDS = {
     ),
     "effects": ("letitloop.cli._effects", "effects", "Find and resolve side effects in doubt."),
     "journal": ("letitloop.cli._journal", "journal", "The journal file and its owner process."),
+    "limits": (
+        "letitloop.cli._notify",
+        "limits_cmd",
+        "Show the shared rate limits in use and what is left of each.",
+    ),
     "lsp": (
         "letitloop.cli._lsp",
         "lsp",
         "Start the language server for editors (stdio, or --tcp).",
+    ),
+    "notify": (
+        "letitloop.cli._notify",
+        "notify",
+        "See the notification outbox and retry failed webhooks.",
     ),
     "receipt": ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it."),
     "run": ("letitloop.cli._run", "run_group", "Run a coding-agent task durably (--task NAME)."),

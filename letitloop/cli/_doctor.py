@@ -164,6 +164,9 @@ def run_checks(explicit: str | None) -> list[Check]:
         from letitloop.cli._quarantine import check_quarantine
 
         checks.append(check_quarantine(path))
+        from letitloop.cli._notify import check_notifications
+
+        checks.append(check_notifications(path))
     checks.append(check_log(paths.log_dir))
     checks.append(check_key_dir(journal_id))
     return checks

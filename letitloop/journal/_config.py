@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from letitloop.kernel._errors import ConfigError
 
@@ -218,3 +219,36 @@ def who() -> str:
     except (KeyError, OSError):
         user = str(os.getuid())
     return f"{user}@{socket.gethostname()}"
+
+
+def tool_table(section: str, start: Path) -> tuple[dict[str, Any], Path | None]:
+    """``[tool.letitloop.<section>]`` of the nearest ``pyproject.toml`` at or above ``start``
+    (``limits``, ``notify``), and that file; ``({}, None)`` when none declares it."""
+    for folder in (start, *start.parents):
+        pyproject = folder / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        try:
+            text = pyproject.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if f"letitloop.{section}" not in text:
+            continue
+        import tomllib
+
+        try:
+            tool = tomllib.loads(text).get("tool", {}).get("letitloop", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                f"{pyproject} is not valid TOML: {exc}", fix="correct the file"
+            ) from None
+        table = tool.get(section)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"[tool.letitloop.{section}] in {pyproject} must be a table, got {table!r}"[:300],
+                fix=f"write it as a [tool.letitloop.{section}] section",
+            )
+        return table, pyproject
+    return {}, None

@@ -210,6 +210,22 @@ class CheckpointRow(NamedTuple):
     writes: list[CheckpointWrite]  # pending writes in (task_path, task_id, idx) order
 
 
+class Notice(NamedTuple):
+    """One notification of the outbox: an event people act on, and its delivery so far."""
+
+    key: str  # the idempotency key the receiver sees (stable across retries and restarts)
+    seq: int  # the journal event that caused it
+    event: str  # approval_waiting | effect_in_doubt | dead_letter | budget_stop | run_failed
+    run_id: str
+    created: float
+    state: str  # pending | delivered | failed
+    tries: int
+    next_at: float | None
+    last_error: str | None
+    delivered_at: float | None
+    body: str  # the JSON body, exactly as signed and sent
+
+
 class Subscription(Protocol):
     def close(self) -> None: ...
 
@@ -401,6 +417,33 @@ class Journal(Protocol):
 
     def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of one thread to another."""
+        ...
+
+    # -- shared rate limits (journal._limits) and the notification outbox (journal._outbox) --
+
+    def take_capacity(self, name: str, rpm: int | None, tpm: int | None, tokens: int = 0) -> float:
+        """Take one call's request and ``tokens`` from the shared limit ``name``: 0.0 when
+        taken, else the seconds to sleep before asking again (nothing is held meanwhile)."""
+        ...
+
+    def adjust_capacity(self, name: str, tokens: int) -> None:
+        """Count ``tokens`` more (negative: fewer) than a call took; not waited for."""
+        ...
+
+    def block_capacity(self, name: str, seconds: float) -> None:
+        """A provider answered 429 with ``Retry-After: seconds``: no call of ``name`` before."""
+        ...
+
+    def capacity(self) -> list[dict[str, Any]]:
+        """Every limit's bucket now: name, rpm, tpm, requests and tokens left, blocked_for."""
+        ...
+
+    def notifications(self, *, state: str | None = None, limit: int = 100) -> list[Notice]:
+        """The outbox, newest first (``state``: pending | delivered | failed)."""
+        ...
+
+    def retry_notification(self, key: str) -> None:
+        """Deliver a failed notification again (``lil notify retry``)."""
         ...
 
     def close(self) -> None: ...

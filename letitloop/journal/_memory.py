@@ -24,11 +24,13 @@ from letitloop.journal._contract import (
     CheckpointRow,
     Encoded,
     EventInfo,
+    Notice,
     Proposal,
     RunDetail,
     RunInfo,
     RunState,
 )
+from letitloop.journal._limits import Buckets
 from letitloop.journal._lookup import match_run as match_run  # every backend finds runs so
 from letitloop.journal._preview import preview
 from letitloop.journal._records import (
@@ -64,6 +66,7 @@ class MemoryStore:
         self.proposals: dict[str, Proposal] = {}
         self.approvals: dict[str, ApprovalInfo] = {}
         self.checkpoints = _checkpoints.MemoryCheckpoints()
+        self.buckets = Buckets()
 
 
 class _Sub:
@@ -386,6 +389,33 @@ class MemoryJournal(RecordWrites):
         req = {"thread": thread_id, "ns": ns, "cid": checkpoint_id, "before": before}
         with self.store.cond:
             return self.store.checkpoints.query(req | {"filter": filter, "limit": limit})
+
+    # -- shared rate limits: this store's buckets (journal._limits); no outbox in memory ------
+
+    def take_capacity(self, name: str, rpm: int | None, tpm: int | None, tokens: int = 0) -> float:
+        with self.store.cond:
+            return self.store.buckets.take(name, rpm, tpm, tokens, time.monotonic())
+
+    def adjust_capacity(self, name: str, tokens: int) -> None:
+        with self.store.cond:
+            self.store.buckets.adjust(name, tokens, time.monotonic())
+
+    def block_capacity(self, name: str, seconds: float) -> None:
+        with self.store.cond:
+            self.store.buckets.block(name, seconds, time.monotonic())
+
+    def capacity(self) -> list[dict[str, Any]]:
+        with self.store.cond:
+            return self.store.buckets.snapshot(time.monotonic())
+
+    def notifications(self, *, state: str | None = None, limit: int = 100) -> list[Notice]:
+        return []  # a MemoryJournal notifies nobody: it lives and dies with one process
+
+    def retry_notification(self, key: str) -> None:
+        raise JournalError(
+            f"no notification {key!r}: an in-memory journal keeps no outbox",
+            fix="notifications are delivered from a DuckDB or PostgreSQL journal",
+        )
 
     def close(self) -> None:
         with self.store.cond:

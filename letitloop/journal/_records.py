@@ -19,6 +19,7 @@ they reach the owner's log, so a malformed record can never poison recovery.
     suspend  the run stopped to wait        run epoch reason ts
     answer   an approval decided            run epoch pos att id ok by comment payload timeout ts
     restart  a supervisor restarted the run's process   run epoch by reason ts
+    wait     a step waits for a shared rate limit's capacity   run epoch at name limit seconds ts
     rewind   steps from pos on are superseded (changed code reruns them)   run epoch pos ts
     cancel   the run is stopped for good (until reset)   run epoch by reason ts
     propose  a splice proposal              id path target code reason by base old origin ts
@@ -112,6 +113,9 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "timeout": (bool,),
     },
     "restart": {"run": _STR, "epoch": _INT, "by": _STR, "reason": _STR, "ts": _NUM},
+    # a step waits for capacity of a shared rate limit (``at``: its position, not a step row)
+    "wait": {"run": _STR, "epoch": _INT, "at": _INT, "name": _STR, "limit": _STR, "ts": _NUM}
+    | {"seconds": _NUM},
     "rewind": {"run": _STR, "epoch": _INT, "pos": _INT, "ts": _NUM},
     "cancel": {"run": _STR, "epoch": _INT, "by": _STR, "reason": _OPT_STR, "ts": _NUM},
     "propose": {
@@ -362,7 +366,7 @@ def natural_key(rec: Record) -> str:
         return f"{k}/{rec['run']}/{rec['epoch']}/{rec['try']}"
     if k == "propose":
         return f"propose/{rec['id']}"
-    if k in ("cache", "budget", "suspend", "decide", "restart", "rewind", "cancel"):
+    if k in ("cache", "budget", "suspend", "decide", "restart", "rewind", "cancel", "wait"):
         return f"{k}/{rec.get('key') or rec.get('id') or rec['run']}/{rec['ts']}"
     if k == "uncache":
         return f"uncache/{rec['fn']}/{rec['ts']}"

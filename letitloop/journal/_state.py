@@ -390,7 +390,7 @@ class JournalState:
             entry.budget = (rec["usd_micros"], rec["tokens"])
         elif k == "answer":
             entry.steps[rec["pos"]]["ans"] = rec
-        elif k == "restart":
+        elif k in ("restart", "wait"):
             pass  # kept as an event for the dashboards
         elif k == "cancel":
             entry.status, entry.current = "cancelled", None

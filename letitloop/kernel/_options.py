@@ -43,6 +43,8 @@ class DurableOptions:
             the superseded attempts). Notebook cells use ``"rerun"``.
         reopen: call the function again even when its run completed, replaying every step
             (notebook cells do, so the names a cell binds are bound again).
+        limit: the shared rate limit (a ``Limit`` or its name) every step waits for, unless
+            the step names its own with ``limit=``.
     """
 
     name: str | None = None
@@ -56,6 +58,7 @@ class DurableOptions:
     on_change: str = "raise"
     reopen: bool = False
     ignore_args: bool = False
+    limit: object = None
 
     def run_key(self, arguments: dict[str, object]) -> str | None:
         """The fixed run key for a call's bound ``arguments`` (placeholders filled), or None
@@ -74,7 +77,7 @@ class DurableOptions:
             ) from None
 
     def step_defaults(self) -> StepOptions:
-        return StepOptions(retry=self.retry, timeout=self.timeout)
+        return StepOptions(retry=self.retry, timeout=self.timeout, limit=self.limit)
 
     def __post_init__(self) -> None:
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):

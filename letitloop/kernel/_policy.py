@@ -155,6 +155,8 @@ class StepOptions:
     cache_key: str | None = None  # mixed into the cache key, e.g. a prompt template's version
     ttl: float | None = None  # seconds a cached output stays usable
     estimate: float = 0.0  # USD this step is expected to cost, reserved against the budget
+    limit: Any = None  # a shared rate limit (kernel._limits.Limit or its name) to wait for
+    estimate_tokens: int = 0  # tokens the call is expected to use, taken from the limit first
 
     def __post_init__(self) -> None:
         if self.timeout is not None and (
@@ -188,6 +190,13 @@ class StepOptions:
             )
         if self.max_validation_attempts < 1:
             raise ConfigError("max_validation_attempts must be >= 1")
+        if self.limit is not None or self.estimate_tokens:
+            from letitloop.journal._limits import check_tokens
+            from letitloop.kernel._limits import check_limit_option
+
+            if self.limit is not None:
+                check_limit_option(self.limit)
+            check_tokens(self.estimate_tokens, "estimate_tokens=")
 
     def merged(self, over: StepOptions | None) -> StepOptions:
         """These defaults, with every field the per-step options set replaced."""
@@ -202,21 +211,31 @@ class StepOptions:
             cache_key=over.cache_key or self.cache_key,
             ttl=over.ttl if over.ttl is not None else self.ttl,
             estimate=over.estimate or self.estimate,
+            limit=over.limit or self.limit,
+            estimate_tokens=over.estimate_tokens or self.estimate_tokens,
         )
 
 
 STEP_KEYWORDS = frozenset(
     {"retry", "timeout", "validate", "max_validation_attempts", "cache", "cache_key", "ttl"}
-    | {"estimate"}
+    | {"estimate", "estimate_tokens"}
 )
 
 
 def pop_step_options(kwargs: dict[str, Any]) -> StepOptions | None:
     """Take the policy keywords out of a ``step()`` call's keywords; the rest go to the function."""
-    if not kwargs or STEP_KEYWORDS.isdisjoint(kwargs):
+    if not kwargs or (STEP_KEYWORDS.isdisjoint(kwargs) and not _names_limit(kwargs)):
         return None
     found = {k: kwargs.pop(k) for k in STEP_KEYWORDS & kwargs.keys()}
+    if _names_limit(kwargs):  # limit=10 stays the function's own keyword
+        found["limit"] = kwargs.pop("limit")
     return StepOptions(**found)
+
+
+def _names_limit(kwargs: dict[str, Any]) -> bool:
+    """``limit=`` is the step's only when it is a ``Limit`` or a string (a limit's name)."""
+    value = kwargs.get("limit")
+    return isinstance(value, str) or type(value).__name__ == "Limit"
 
 
 def classify(exc: BaseException, retry: Retry) -> str:

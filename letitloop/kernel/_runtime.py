@@ -23,7 +23,7 @@ from letitloop.journal._contract import CacheEntry, Journal, StepRecord
 from letitloop.journal._preview import call_preview, short_repr
 from letitloop.journal._records import check_text
 from letitloop.journal._state import error_dict
-from letitloop.kernel import _cost, _fanout, _tracing
+from letitloop.kernel import _cost, _fanout, _limits, _tracing
 from letitloop.kernel._attempts import (
     Attempts,
     cache_key,
@@ -464,9 +464,16 @@ def _begin_step(
         return pos, fp, rec, 0
     if rec is not None and is_dead(rec):  # stays stopped until someone re-arms it
         raise dead_lettered(ctx.run_id, name, pos, "its last journaled attempt")
-    if rec is not None and rec.status == "failed" and ctx.has_later(pos):
+    if rec is not None and rec.status == "failed" and ctx.has_later(_span_last(rec, pos)):
         return pos, fp, rec, 0
     return pos, fp, rec, (rec.attempt + 1 if rec else ctx.first_attempt(pos))
+
+
+def _span_last(rec: StepRecord, pos: int) -> int:
+    """The last position inside a failed step: the steps and markers nested in it are its own,
+    so only a record after them says the run went past the failure (a nested marker that was
+    in doubt and then resolved lets the step run again)."""
+    return rec.next_position - 1 if rec.next_position is not None else pos
 
 
 def code_digest(fn: Callable[..., Any]) -> str:
@@ -529,8 +536,14 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
         span = _tracing.begin_step(pos, tries.att, _kind, name, key) if _tracing.ACTIVE else None
         try:
             with time_limit(opts.timeout, name):
-                out = fn(*args, **tries.kwargs(fn, kwargs))
+                if opts.limit is None:
+                    out = fn(*args, **tries.kwargs(fn, kwargs))
+                else:  # waits for the shared rate limit's capacity first
+                    call = functools.partial(fn, *args, **tries.kwargs(fn, kwargs))
+                    out = _limits.call(ctx, opts.limit, opts.estimate_tokens, (pos, name), call)
             _cost.from_output(spent, out)
+            if opts.limit is not None:
+                _limits.settle(ctx, opts.limit, opts.estimate_tokens, spent)
         except Exception as exc:
             if span is not None:
                 _tracing.step_failed(span, exc)
@@ -658,7 +671,11 @@ async def _async_body(
         spent, cost_token = _cost.begin()
         span = _tracing.begin_step(pos, tries.att, kind, name, key) if _tracing.ACTIVE else None
         try:
-            out = fn(*args, **tries.kwargs(fn, kwargs))
+            if opts.limit is None:
+                out = fn(*args, **tries.kwargs(fn, kwargs))
+            else:  # waits for the shared rate limit's capacity first
+                call = functools.partial(fn, *args, **tries.kwargs(fn, kwargs))
+                out = _limits.acall(ctx, opts.limit, opts.estimate_tokens, (pos, name), call)
             if inspect.isawaitable(out):
                 try:  # a real cancellation: the attempt stops where it awaits
                     out = await asyncio.wait_for(out, opts.timeout)
@@ -667,6 +684,8 @@ async def _async_body(
                         f"step {name!r} ran past its timeout of {opts.timeout} s"
                     ) from None
             _cost.from_output(spent, out)
+            if opts.limit is not None:
+                _limits.settle(ctx, opts.limit, opts.estimate_tokens, spent)
         except Exception as exc:
             if span is not None:
                 _tracing.step_failed(span, exc)

@@ -26,6 +26,7 @@ from letitloop.journal._contract import (
     CheckpointRow,
     Encoded,
     EventInfo,
+    Notice,
     Proposal,
     RunDetail,
     RunInfo,
@@ -652,6 +653,32 @@ class OwnerJournal(RecordWrites):
         req["cid"] = checkpoint_id  # "id" tags the request on the wire
         req |= {"before": before, "filter": filter, "limit": limit}
         return [_checkpoints.row(r) for r in self._call(req)["rows"]]
+
+    # -- shared rate limits (kept by the owner) and the notification outbox -------------------
+
+    def take_capacity(self, name: str, rpm: int | None, tpm: int | None, tokens: int = 0) -> float:
+        req = {"op": "limit", "act": "take", "name": name, "rpm": rpm, "tpm": tpm}
+        return float(self._call(req | {"tokens": tokens})["wait"])
+
+    def adjust_capacity(self, name: str, tokens: int) -> None:
+        req = {"op": "limit", "act": "adjust", "name": name, "tokens": tokens, "ack": False}
+        self._call(req, reply=False)
+
+    def block_capacity(self, name: str, seconds: float) -> None:
+        req = {"op": "limit", "act": "block", "name": name, "seconds": float(seconds)}
+        self._call(req | {"ack": False}, reply=False)
+
+    def capacity(self) -> list[dict[str, Any]]:
+        return list(self._call({"op": "capacity"})["buckets"])
+
+    def notifications(self, *, state: str | None = None, limit: int = 100) -> list[Notice]:
+        from letitloop.journal._outbox import notice
+
+        rows = self._call({"op": "notices", "state": state, "limit": limit})["value"]
+        return [notice(r) for r in rows]
+
+    def retry_notification(self, key: str) -> None:
+        self._call({"op": "notice_retry", "key": key})
 
     # -- owner administration (not part of the contract) ---------------------------------------
 

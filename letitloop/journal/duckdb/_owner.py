@@ -66,6 +66,7 @@ HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with 
 MAX_UNREAD = int(env_float("LIL_OWNER_MAX_UNREAD", 4 << 20))
 SOCKET_CHECK = 1.0  # seconds between checks that the socket file is still ours
 SENT, PENDING, DEAD = 0, 1, 2  # what Conn.send did
+_NOTIFYING = frozenset({"step", "err", "fail", "suspend"})  # kinds the notifier may act on
 
 
 class Conn:
@@ -182,6 +183,11 @@ class Owner:
         self.known = self.store.known_runs()
         self.stats["replayed"] = len(recs)
         self.stats["recovery_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
+        from letitloop.journal._limits import Buckets
+        from letitloop.journal.duckdb import _notify
+
+        self.buckets = Buckets()  # shared rate limits: in memory, they refill whatever happens
+        self.notifier = _notify.start(self.store, paths.db)  # before serving: see _notify
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
         # connections whose output waits or that died while the database thread sent to them
@@ -510,6 +516,8 @@ class Owner:
             replies.append((conn, _re(req, {"ok": True})))
         elif op == "output" and self._inline_output(conn, req, replies):
             return
+        elif op in ("limit", "capacity", "notices", "notice_retry"):
+            self._limits_and_notices(conn, req, replies)
         elif op == "subscribe":
             conn.subscribed, conn.sub_run = True, req.get("run")
             replies.append((conn, _re(req, {"ok": True})))
@@ -521,6 +529,43 @@ class Owner:
             self.jobs.put(("read", conn, req, held))
         else:
             raise JournalError(f"unknown journal operation {op!r}")
+
+    def _limits_and_notices(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> None:
+        """Rate limits are answered here, from memory; the outbox on the notifier's thread."""
+        op, now = req["op"], time.monotonic()
+        if op == "limit":
+            act = req["act"]
+            if act == "take":
+                wait = self.buckets.take(
+                    req["name"], req.get("rpm"), req.get("tpm"), req.get("tokens", 0), now
+                )
+                replies.append((conn, _re(req, {"ok": True, "wait": wait})))
+                return
+            if act == "adjust":
+                self.buckets.adjust(req["name"], req.get("tokens", 0), now)
+            elif act == "block":
+                self.buckets.block(req["name"], req.get("seconds", 0.0), now)
+            else:
+                raise BadRequest(f"request 'limit': unknown act {act!r}"[:200])
+            if req.get("ack", True):
+                replies.append((conn, _re(req, {"ok": True})))
+        elif op == "capacity":
+            replies.append((conn, _re(req, {"ok": True, "buckets": self.buckets.snapshot(now)})))
+        else:
+            n = self.notifier
+
+            def work() -> Any:
+                if op == "notices":
+                    return [list(x) for x in n.notices(req.get("state"), req.get("limit", 100))]
+                return n.retry(req["key"])
+
+            n.ask(work, lambda reply: self._send_from_notifier(conn, _re(req, reply)))
+
+    def _send_from_notifier(self, conn: Conn, msg: dict[str, Any]) -> None:
+        if not msg["ok"]:
+            msg["error"] = {"type": "JournalError", "message": msg["error"]}
+        self._send(conn, msg)
+        self.wake_w.send(b"x")  # what could not go out at once waits for the event loop
 
     def _hello(self) -> dict[str, Any]:
         return {
@@ -643,6 +688,8 @@ class Owner:
             if entry is not None:
                 entry.last_lsn = lsn
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
+        if any(rec["k"] in _NOTIFYING for rec in records):
+            self.notifier.kick()
         if len(self.state.runs) > MAX_LOADED_RUNS:
             self._evict()
         self._push(items)
@@ -732,6 +779,7 @@ class Owner:
             pass
         self.jobs.put(("exit",))
         self.db_thread.join()
+        self.notifier.close()
         self.store.close()
         self.log.seal(self.store.folded_lsn)  # all folded: the log need not keep a byte
         self.log.close()

@@ -78,6 +78,18 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "proposals": {"state": (_OPT_S, False)},
     "approvals": {"status": (_OPT_S, False), "run": (_OPT_S, False), "limit": ((_I,), False)},
     "quarantine": {"action": (_OPT_S, False), "lsn": (_OPT_I, False)},
+    "limit": {
+        "act": ((_S,), True),  # take | adjust | block (journal._limits bounds every value)
+        "name": ((_S,), True),
+        "rpm": (_OPT_I, False),
+        "tpm": (_OPT_I, False),
+        "tokens": ((_I,), False),
+        "seconds": (_NUM, False),
+        "ack": ((_B,), False),
+    },
+    "capacity": {},
+    "notices": {"state": (_OPT_S, False), "limit": ((_I,), False)},
+    "notice_retry": {"key": ((_S,), True)},
     "checkpoints": {
         "thread": (_OPT_S, False),
         "ns": (_OPT_S, False),

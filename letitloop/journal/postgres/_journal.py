@@ -28,6 +28,7 @@ from letitloop.journal._contract import (
     CheckpointRow,
     Encoded,
     EventInfo,
+    Notice,
     Proposal,
     RunDetail,
     RunInfo,
@@ -48,7 +49,7 @@ from letitloop.journal._state import (
     run_state,
 )
 from letitloop.journal._writes import RecordWrites
-from letitloop.journal.postgres import _reads, _schema
+from letitloop.journal.postgres import _limits, _reads, _schema
 from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
 from letitloop.journal.postgres._listen import Follower, Notifier, Subscription
 from letitloop.journal.postgres._writes import HOT_SYNC, HOT_UNWAITED, hot_params, project
@@ -102,6 +103,7 @@ class PgJournal(RecordWrites):
         self._held: list[Record] = []
         self._held_armed = threading.Event()  # wakes the flusher thread (started lazily)
         self._flusher: threading.Thread | None = None
+        self._delivery = _limits.start_delivery(self)  # notifications, when configured
 
     # -- connections --------------------------------------------------------------------------
 
@@ -748,9 +750,31 @@ class PgJournal(RecordWrites):
         req |= {"before": before, "filter": filter, "limit": limit}
         return self._read(lambda cur: _reads.checkpoints(cur, req))
 
+    # -- shared rate limits and notifications (postgres._limits) -------------------------------
+
+    def take_capacity(self, name: str, rpm: int | None, tpm: int | None, tokens: int = 0) -> float:
+        return _limits.take(self, name, rpm, tpm, tokens)
+
+    def adjust_capacity(self, name: str, tokens: int) -> None:
+        _limits.adjust(self, name, tokens)
+
+    def block_capacity(self, name: str, seconds: float) -> None:
+        _limits.block(self, name, seconds)
+
+    def capacity(self) -> list[dict[str, Any]]:
+        return _limits.capacity(self)
+
+    def notifications(self, *, state: str | None = None, limit: int = 100) -> list[Notice]:
+        return _limits.notifications(self, state, limit)
+
+    def retry_notification(self, key: str) -> None:
+        _limits.retry(self, key)
+
     def close(self) -> None:
         if self.closed:
             return
+        if self._delivery is not None:
+            self._delivery.close()
         if self._held:
             self._flush()
         for run_id in list(self._leases):

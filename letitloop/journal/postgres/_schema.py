@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from letitloop.journal._analytics import VIEWS_1 as ANALYTICS_VIEWS_1
+from letitloop.journal.postgres import _limits
 from letitloop.kernel._errors import ConfigError, JournalVersionError
 
 DEFAULT_SCHEMA = "letitloop"
@@ -95,6 +96,8 @@ ALTER TABLE runs ADD COLUMN result_shown text;
 """,
     # 4: the typed analytics views step_facts and run_facts (docs/analytics.md)
     ANALYTICS_VIEWS_1,
+    # 5: shared rate-limit buckets and the notification outbox (see postgres._limits)
+    _limits.MIGRATION,
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises

@@ -1,0 +1,136 @@
+"""``lil notify`` and ``lil limits``: the notification outbox and the shared rate limits.
+
+``lil notify list`` shows what was (or could not be) delivered, ``lil notify retry KEY`` sends a
+failed notification again, and ``lil limits`` shows each shared limit's bucket now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from letitloop.cli import _output as out
+from letitloop.cli._shared import journal_option, json_option, open_cli_journal
+
+
+@click.group()
+def notify() -> None:
+    """See the notification outbox and retry failed webhooks."""
+
+
+@notify.command("list")
+@click.option(
+    "--state", type=click.Choice(["pending", "delivered", "failed"]), help="Only this state."
+)
+@click.option("--limit", default=50, show_default=True, help="How many, newest first.")
+@json_option
+@journal_option
+def list_cmd(state: str | None, limit: int, as_json: bool) -> None:
+    """List notifications, newest first: event, run, state, tries and the last error.
+
+    \b
+    Example:
+        lil notify list --state failed
+    """
+    notices = open_cli_journal().notifications(state=state, limit=limit)
+    if as_json:
+        out.emit_json([n._asdict() for n in notices])
+        return
+    if not notices:
+        out.say("no notifications" + (f" {state}" if state else ""))
+        return
+    table = out.make_table("key", "event", "run", "state", "tries", "when", "last error")
+    for n in notices:
+        when = n.delivered_at or n.created
+        table.add_row(
+            n.key,
+            n.event,
+            out.text(n.run_id),
+            out.status_text(
+                {"delivered": "completed", "pending": "running"}.get(n.state, "failed")
+            ),
+            str(n.tries),
+            out.stamp(when),
+            out.text(n.last_error or "-", "red" if n.state == "failed" else ""),
+        )
+    out.say(table)
+    failed = sum(n.state == "failed" for n in notices)
+    if failed:
+        out.say(
+            out.text(f"{failed} notification(s) could not be delivered", "red"),
+            "- fix the receiver, then `lil notify retry KEY`",
+        )
+
+
+@notify.command("retry")
+@click.argument("key")
+@journal_option
+def retry_cmd(key: str) -> None:
+    """Deliver a failed notification again, with a fresh number of tries.
+
+    \b
+    Example:
+        lil notify retry lil-n-3f2a...
+    """
+    open_cli_journal().retry_notification(key)
+    out.say(f"notification {key} is pending again")
+
+
+@click.command("limits")
+@json_option
+@journal_option
+def limits_cmd(as_json: bool) -> None:
+    """Show every shared rate limit in use: requests and tokens left, and any Retry-After block.
+
+    \b
+    Example:
+        lil limits
+    """
+    buckets = open_cli_journal().capacity()
+    if as_json:
+        out.emit_json(buckets)
+        return
+    if not buckets:
+        out.say("no rate limit used since the journal's owner started")
+        return
+    table = out.make_table("limit", "rpm", "tpm", "requests left", "tokens left", "blocked")
+    for b in buckets:
+        blocked = f"{b['blocked_for']} s" if b["blocked_for"] else "-"
+        table.add_row(
+            str(b["name"]),
+            str(b["rpm"] or "-"),
+            str(b["tpm"] or "-"),
+            str(b["requests"]),
+            str(b["tokens"]),
+            blocked,
+        )
+    out.say(table)
+
+
+def check_notifications(path: Path) -> Any:
+    """A doctor ``Check``: fails while notifications could not be delivered."""
+    from letitloop.cli._doctor import Check
+    from letitloop.journal.duckdb._client import OwnerJournal
+    from letitloop.kernel._errors import LetItLoopError
+
+    try:
+        probe = OwnerJournal(path)
+        try:
+            failed = probe.notifications(state="failed", limit=1000)
+        finally:
+            probe.close()
+    except LetItLoopError as exc:
+        return Check("notifications", False, exc.message, exc.fix)
+    if not failed:
+        return Check("notifications", True, "no notification failed to be delivered")
+    last = failed[0]
+    return Check(
+        "notifications",
+        False,
+        f"{len(failed)} notification(s) could not be delivered (last: {last.event} of run "
+        f"{last.run_id}: {last.last_error})",
+        "check the receiver (LIL_NOTIFY_URL or [tool.letitloop.notify] url), then "
+        "`lil notify retry KEY` for each (`lil notify list --state failed`)",
+    )

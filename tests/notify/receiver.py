@@ -1,0 +1,48 @@
+"""A local webhook receiver: keeps every delivery (headers and exact body), can be "down"."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Receiver:
+    def __init__(self, port: int = 0, status: int = 200) -> None:
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        self.status = status
+        self.lock = threading.Lock()
+        me = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                with me.lock:
+                    me.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(me.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def deliveries(self) -> list[tuple[dict[str, str], bytes]]:
+        with self.lock:
+            return list(self.got)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,178 @@
+"""Webhooks from the DuckDB owner's outbox, delivered to a local HTTP server.
+
+Real processes journal runs that need a person (failed, dead-lettered, stopped by the budget);
+the owner signs and posts one notification per event. The signature verifies over the exact
+body; an owner SIGKILLed between the event and its delivery delivers it after it is started
+again, exactly once per idempotency key; a receiver that is down is retried, then the
+notification is reported as failed by ``lil notify list`` and ``lil journal doctor``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.notify.receiver import Receiver, free_port
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+SECRET = "s3cret-for-tests"
+
+
+def _env(journal: Path, url: str) -> dict[str, str]:
+    return os.environ | {
+        "LIL_JOURNAL": str(journal),
+        "LIL_NOTIFY_URL": url,
+        "LIL_NOTIFY_SECRET": SECRET,
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def _settings(journal: Path, **table: object) -> None:
+    """[tool.letitloop.notify] beside the journal: short backoffs for the test."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in table.items())
+    (journal.parent / "pyproject.toml").write_text(f"[tool.letitloop.notify]\n{lines}\n")
+
+
+def _flows(env: dict[str, str], *names: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(HERE / "notify_flows.py"), *names],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _wait(pred: object, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _lil(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "letitloop", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_signed_webhooks_for_each_event_people_act_on(journal_path: Path) -> None:
+    _settings(journal_path, backoff=0.2, max_backoff=0.5)
+    receiver = Receiver()
+    try:
+        env = _env(journal_path, receiver.url)
+        out = _flows(env, "fail", "dead", "budget")
+        assert "fail ValueError" in out and "dead DeadLetteredError" in out
+        assert _wait(lambda: len(receiver.deliveries()) >= 3), receiver.deliveries()
+        time.sleep(1.5)  # nothing more comes: the dead letter's failed run is not said twice
+        got = receiver.deliveries()
+        events = {}
+        for headers, body in got:
+            expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+            assert hmac.compare_digest(headers["x-lil-signature"], expected)
+            doc = json.loads(body)
+            assert headers["x-lil-idempotency-key"] == doc["id"]
+            events[doc["event"]] = doc
+        assert sorted(events) == ["budget_stop", "dead_letter", "run_failed"], got
+        assert len(got) == 3
+        assert events["run_failed"]["run_id"].endswith(":notify-fail")
+        assert "the CRM said no" in events["run_failed"]["text"]
+        assert events["dead_letter"]["step"] == "flaky"
+        tampered = got[0][1].replace(b"letitloop", b"letitl00p")
+        bad = "sha256=" + hmac.new(SECRET.encode(), tampered, hashlib.sha256).hexdigest()
+        assert bad != got[0][0]["x-lil-signature"]
+        listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+        assert sorted(n["state"] for n in listed) == ["delivered"] * 3
+    finally:
+        receiver.close()
+
+
+def test_slack_bodies(journal_path: Path) -> None:
+    _settings(journal_path, format="slack", events=["run_failed"])
+    receiver = Receiver()
+    try:
+        _flows(_env(journal_path, receiver.url), "fail", "dead")
+        assert _wait(lambda: receiver.deliveries())
+        time.sleep(1.0)
+        (_headers, body), *more = receiver.deliveries()
+        assert not more  # only the events asked for
+        doc = json.loads(body)
+        assert list(doc) == ["text"] and "run failed" in doc["text"], doc
+    finally:
+        receiver.close()
+
+
+def _owner_pid(journal: Path) -> int:
+    from letitloop.journal._config import JournalPaths
+
+    return int(json.loads(JournalPaths(journal).pid_file.read_text())["pid"])
+
+
+def test_owner_sigkill_between_event_and_delivery_delivers_once(journal_path: Path) -> None:
+    _settings(journal_path, backoff=0.2, max_backoff=0.5, max_tries=100)
+    port = free_port()  # nobody listens yet: every delivery fails until the receiver starts
+    url = f"http://127.0.0.1:{port}/hook"
+    env = _env(journal_path, url)
+    _flows(env, "fail", "dead", "budget")
+    listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+    assert _wait(lambda: len(json.loads(_lil(env, "notify", "list", "--json").stdout)) == 3)
+    listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+    assert {n["state"] for n in listed} == {"pending"}, listed
+    keys = {n["key"] for n in listed}
+    os.kill(_owner_pid(journal_path), signal.SIGKILL)
+    receiver = Receiver(port)
+    try:
+        time.sleep(1.0)
+        assert receiver.deliveries() == []  # the owner is dead: nobody delivers
+        _lil(env, "runs", "list")  # any client starts a new owner, which delivers
+        assert _wait(lambda: len(receiver.deliveries()) >= 3), receiver.deliveries()
+        time.sleep(1.5)
+        got = [h["x-lil-idempotency-key"] for h, _ in receiver.deliveries()]
+        assert sorted(got) == sorted(keys)  # each once, with the key made before the kill
+    finally:
+        receiver.close()
+
+
+def test_a_receiver_that_is_down_is_retried_then_reported(journal_path: Path) -> None:
+    _settings(journal_path, backoff=0.1, max_backoff=0.2, max_tries=3)
+    receiver = Receiver(status=503)
+    try:
+        env = _env(journal_path, receiver.url)
+        _flows(env, "fail")
+        assert _wait(lambda: len(receiver.deliveries()) >= 3)
+        time.sleep(1.0)
+        assert len(receiver.deliveries()) == 3  # max_tries, then it stops
+        keys = {h["x-lil-idempotency-key"] for h, _ in receiver.deliveries()}
+        assert len(keys) == 1  # the same notification each time
+        listed = json.loads(_lil(env, "notify", "list", "--state", "failed", "--json").stdout)
+        assert [(n["tries"], n["last_error"]) for n in listed] == [(3, "HTTP 503")]
+        shown = _lil(env, "notify", "list")
+        assert "could not be delivered" in shown.stdout and "HTTP 503" in shown.stdout
+        doctor = _lil(env, "journal", "doctor")
+        assert "notification" in doctor.stdout + doctor.stderr, doctor.stdout
+        receiver.status = 200
+        assert _lil(env, "notify", "retry", keys.pop()).returncode == 0
+        assert _wait(lambda: len(receiver.deliveries()) == 4)
+        states = json.loads(_lil(env, "notify", "list", "--json").stdout)
+        assert [n["state"] for n in states] == ["delivered"]
+    finally:
+        receiver.close()
