@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from letitloop.kernel._context import current_run
@@ -126,9 +126,80 @@ def message_from(data: dict[str, Any], raw: Any = None) -> Any:
     )
 
 
+def delta_data(delta: Any) -> dict[str, Any]:
+    """A streamed ``ChatMessageStreamDelta`` as JSON-able data."""
+    usage = delta.token_usage
+    calls = delta.tool_calls
+    return {
+        "content": delta.content,
+        "tool_calls": None
+        if calls is None
+        else [
+            {
+                "index": c.index,
+                "id": c.id,
+                "type": c.type,
+                "function": None
+                if c.function is None
+                else {
+                    "name": c.function.name,
+                    "arguments": c.function.arguments,
+                    "description": c.function.description,
+                },
+            }
+            for c in calls
+        ],
+        "usage": None if usage is None else [usage.input_tokens, usage.output_tokens],
+    }
+
+
+def delta_from(data: dict[str, Any]) -> Any:
+    """The ``ChatMessageStreamDelta`` of ``delta_data``'s output."""
+    from smolagents.models import (
+        ChatMessageStreamDelta,
+        ChatMessageToolCallFunction,
+        ChatMessageToolCallStreamDelta,
+    )
+    from smolagents.monitoring import TokenUsage
+
+    calls = data.get("tool_calls")
+    usage = data.get("usage")
+    return ChatMessageStreamDelta(
+        content=data.get("content"),
+        tool_calls=None
+        if calls is None
+        else [
+            ChatMessageToolCallStreamDelta(
+                index=c["index"],
+                id=c["id"],
+                type=c["type"],
+                function=None
+                if c["function"] is None
+                else ChatMessageToolCallFunction(**c["function"]),
+            )
+            for c in calls
+        ],
+        token_usage=None if usage is None else TokenUsage(int(usage[0]), int(usage[1])),
+    )
+
+
+def _record_usage(usages: list[Any], model_id: Any) -> None:
+    """The step's cost: the tokens of the answer (or of all its streamed parts)."""
+    from letitloop.kernel._cost import record_cost
+
+    usages = [u for u in usages if u]
+    if usages:
+        record_cost(
+            input_tokens=sum(int(u[0]) for u in usages),
+            output_tokens=sum(int(u[1]) for u in usages),
+            model=str(model_id) if model_id else None,
+        )
+
+
 def wrap_model(model: Any, agent: str, capture: Capture) -> None:
-    """Make ``model.generate`` a step named ``model:<agent>`` whose answer replays by position
-    (never by the request's content), and whose token usage is the step's cost."""
+    """Make ``model.generate`` (and ``generate_stream``) a step named ``model:<agent>`` whose
+    answer replays by position (never by the request's content), and whose token usage is the
+    step's cost."""
     if getattr(model, WRAPPED, None) is capture:
         return
     inner = getattr(model, "__letitloop_generate__", None) or model.generate
@@ -144,18 +215,10 @@ def wrap_model(model: Any, agent: str, capture: Capture) -> None:
         raw: list[Any] = []
 
         def call() -> dict[str, Any]:
-            from letitloop.kernel._cost import record_cost
-
             message = inner(messages, *args, **kwargs)
             raw.append(message.raw)
             data = message_data(message)
-            if data["usage"]:
-                tokens_in, tokens_out = data["usage"]
-                record_cost(
-                    input_tokens=int(tokens_in),
-                    output_tokens=int(tokens_out),
-                    model=str(model_id) if model_id else None,
-                )
+            _record_usage([data["usage"]], model_id)
             return data
 
         data = in_run(capture, halting, step, name, functools.partial(halting, call))
@@ -164,6 +227,31 @@ def wrap_model(model: Any, agent: str, capture: Capture) -> None:
 
     model.__letitloop_generate__ = inner
     model.generate = generate
+    streams = getattr(model, "__letitloop_generate_stream__", None) or getattr(
+        model, "generate_stream", None
+    )
+    if streams is not None:
+
+        @functools.wraps(streams)
+        def generate_stream(messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            from letitloop.kernel._runtime import step
+
+            if current_run.get() is None and capture.context is None:
+                yield from streams(messages, *args, **kwargs)
+                return
+
+            def call() -> list[dict[str, Any]]:
+                parts = [delta_data(d) for d in streams(messages, *args, **kwargs)]
+                _record_usage([p["usage"] for p in parts], model_id)
+                return parts
+
+            # one step for the whole answer: its parts arrive once it is complete
+            parts = in_run(capture, halting, step, name, functools.partial(halting, call))
+            for part in parts:
+                yield delta_from(part)
+
+        model.__letitloop_generate_stream__ = streams
+        model.generate_stream = generate_stream
     setattr(model, WRAPPED, capture)
 
 
@@ -207,12 +295,6 @@ def agent_label(agent: Any) -> str:
 def instrument(agent: Any, capture: Capture, *, managed: bool = False) -> None:
     """Journal everything an agent does, its managed agents' work included (recursively)."""
     label = agent_label(agent)
-    if getattr(agent, "stream_outputs", False):
-        raise ConfigError(
-            f"smolagents agent {label!r} streams its model's output (stream_outputs=True), "
-            "which letitloop does not journal yet",
-            fix="create the agent with stream_outputs=False (the default)",
-        )
     executor = getattr(agent, "python_executor", None)
     if executor is not None:
         from smolagents.local_python_executor import LocalPythonExecutor

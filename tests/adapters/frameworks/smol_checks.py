@@ -5,17 +5,20 @@ in-memory journal and exits 0 when it holds (an AssertionError's traceback other
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from smolagents import CodeAgent, ToolCallingAgent, tool
 from smolagents.local_python_executor import PythonExecutor
 from smolagents.models import (
     ChatMessage,
+    ChatMessageStreamDelta,
     ChatMessageToolCall,
     ChatMessageToolCallFunction,
     MessageRole,
     Model,
 )
+from smolagents.monitoring import TokenUsage
 
 from letitloop import MemoryJournal, approval
 from letitloop.adapters.smolagents import SmolagentsWALCallback, durable_agent
@@ -85,13 +88,36 @@ def raises(fn: Any, error: type[BaseException], *words: str) -> BaseException:
     raise AssertionError(f"{fn} did not raise {error.__name__}")
 
 
-def check_refuses_streaming() -> None:
-    model = Scripted(code("final_answer(1)"))
-    model.generate_stream = lambda *a, **k: iter(())  # type: ignore[attr-defined]
-    agent = CodeAgent(tools=[], model=model, stream_outputs=True, verbosity_level=0)
-    raises(lambda: durable_agent(agent, run_id="s"), ConfigError, "stream_outputs", "fix")
-    plain = durable_agent(CodeAgent(tools=[], model=Scripted([]), verbosity_level=0), run_id="t")
-    raises(lambda: plain.run("task", stream=True), ConfigError, "stream")
+class Streaming(Scripted):
+    """Streams each answer in parts of 8 characters, the last part carrying the usage."""
+
+    def generate_stream(self, messages: list[Any], **kwargs: Any) -> Iterator[Any]:
+        text = Scripted.generate(self, messages).content  # not the journaled generate
+        for n in range(0, len(text), 8):
+            yield ChatMessageStreamDelta(content=text[n : n + 8])
+        yield ChatMessageStreamDelta(token_usage=TokenUsage(input_tokens=50, output_tokens=5))
+
+
+def check_a_streaming_agent_resumes() -> None:
+    journal = MemoryJournal()
+    script: list[Any] = code("x = lookup(city='Oslo')", "final_answer(x + '.')")
+    script.insert(1, RuntimeError("the stream broke"))
+    model = Streaming(script)
+    agent = CodeAgent(tools=[lookup], model=model, stream_outputs=True, verbosity_level=0)
+    durable = durable_agent(agent, run_id="s", journal=journal)
+    raises(lambda: durable.run("go"), Exception, "the stream broke")
+    del script[1]
+    assert durable.run("go") == "Oslo is nice."
+    assert CALLS == ["model 0", "lookup Oslo", "model 1", "model 1"]
+    detail = journal.get_run("smolagents:CodeAgent:s")
+    models = [a for a in detail.attempts if a.name == "model:CodeAgent"]
+    assert [(a.position, a.status) for a in models] == [
+        (0, "completed"),
+        (2, "failed"),
+        (2, "completed"),
+    ]
+    assert detail.run.tokens == 2 * 55  # the usage of the streamed parts, per answer
+    raises(lambda: durable.run("go", stream=True), ConfigError, "stream")
 
 
 def check_refuses_a_remote_executor() -> None:
