@@ -375,6 +375,18 @@ def resumable(state: FunctionState) -> str | None:
     return None
 
 
+def fork_point(state: FunctionState, site: StepSite) -> tuple[str, int] | None:
+    """The (run id, position) a "Fork from here" lens on ``site`` forks the last run at: the
+    step's first journaled position, once it finished there (completed or failed; one still
+    waiting is resumed, not forked) and while no process executes that run."""
+    if not state.details or site.name is None or state.runs[0].holder is not None:
+        return None
+    tries = [a for a in attempts_of(state.details[0], site) if a.status != "superseded"]
+    if not tries or not all(a.status in ("completed", "failed") for a in tries):
+        return None
+    return str(state.runs[0].run_id), min(a.position for a in tries)
+
+
 def journal_findings(state: FunctionState, fn: DurableFunction) -> list[Finding]:
     """LIL101-LIL103 for one function from its latest run."""
     if not state.runs:

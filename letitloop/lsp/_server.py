@@ -318,6 +318,8 @@ async def code_lens(ls: LilServer, params: types.CodeLensParams) -> list[types.C
             title = _journal_view.step_lens_title(state, site)
             if title:
                 lens(site.name_span, title, "letitloop.showRuns", uri, fn.qualname)
+            if (fork := _journal_view.fork_point(state, site)) is not None:
+                lens(site.name_span, "Fork from here", "letitloop.forkRun", *fork, uri)
         for approval in state.approvals:
             asked = next((s for s in fn.steps if s.name == approval.name), None)
             if asked is not None:
@@ -439,6 +441,28 @@ async def resume_run(ls: LilServer, run_id: str, uri: str) -> dict[str, Any]:
         )
     )
     return {"run_id": run_id, "pid": pid}
+
+
+@server.command("letitloop.forkRun")
+async def fork_run(ls: LilServer, run_id: str, position: int, uri: str) -> dict[str, Any]:
+    """Fork a run at a step (the steps before it are reused) and start the fork in the
+    background, as the Resume lens does; a run that cannot be forked says why."""
+    from letitloop.kernel._errors import LetItLoopError
+    from letitloop.kernel._fork import fork_run as fork_at
+
+    try:
+        fork = await asyncio.to_thread(fork_at, run_id, int(position), journal=ls.view.journal)
+    except LetItLoopError as exc:
+        text = f"letitloop: cannot fork {run_id}: {exc.message}" + (
+            f" (fix: {exc.fix})" if exc.fix else ""
+        )
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=text))
+        return {"run_id": run_id, "error": exc.to_dict()}
+    pid = await asyncio.to_thread(ls.run_resume, fork.run_id, uri) if fork.resumable else None
+    started = f"; running it (pid {pid})" if pid else f"; run it with lil runs resume {fork.run_id}"
+    message = f"forked {run_id} at position {position} into {fork.run_id}{started}"
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+    return {"run_id": run_id, "fork": fork.run_id, "position": int(position), "pid": pid}
 
 
 @server.command("letitloop.proposal.apply")
