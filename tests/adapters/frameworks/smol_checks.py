@@ -120,6 +120,47 @@ def check_a_streaming_agent_resumes() -> None:
     raises(lambda: durable.run("go", stream=True), ConfigError, "stream")
 
 
+class Planning(Model):
+    """Plans when asked (stop at ``<end_plan>``), else answers by its code answers so far."""
+
+    def __init__(self, script: list[Any]) -> None:
+        super().__init__(model_id="scripted-1")
+        self.script = script
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        if "<end_plan>" in (kwargs.get("stop_sequences") or []):
+            CALLS.append("plan")
+            return ChatMessage(role=MessageRole.ASSISTANT, content="1. look it up\n<end_plan>")
+        done = sum(
+            1 for m in messages if m.role == MessageRole.ASSISTANT and "<code>" in str(m.content)
+        )
+        CALLS.append(f"model {done}")
+        answer = self.script[done]
+        if isinstance(answer, BaseException):
+            raise answer
+        return ChatMessage(role=MessageRole.ASSISTANT, content=answer)
+
+
+def check_planning_calls_replay_too() -> None:
+    journal = MemoryJournal()
+    script: list[Any] = code(
+        "x = lookup(city='Oslo')", "y = lookup(city='Rome')", "final_answer(x + y)"
+    )
+    script.insert(2, RuntimeError("crash"))
+    agent = CodeAgent(
+        tools=[lookup], model=Planning(script), planning_interval=2, verbosity_level=0
+    )
+    durable = durable_agent(agent, run_id="plan", journal=journal)
+    raises(lambda: durable.run("go"), Exception, "crash")
+    first = list(CALLS)
+    assert first == ["plan", "model 0", "lookup Oslo", "model 1", "lookup Rome", "plan", "model 2"]
+    del script[2]
+    assert durable.run("go") == "Oslo is niceRome is nice"
+    assert CALLS[len(first) :] == ["model 2"]  # both plans and the tools replayed
+    names = [a.name for a in journal.get_run("smolagents:CodeAgent:plan").attempts]
+    assert names.count("model:CodeAgent") == 6  # 2 plans, 3 answers, 1 failed attempt
+
+
 def check_refuses_a_remote_executor() -> None:
     class Remote(PythonExecutor):
         def send_tools(self, tools: Any) -> None: ...
