@@ -66,6 +66,7 @@ def run_group(
     from letitloop.tasks._runner import run_task
 
     _use_journal()
+    os.environ["LIL_TASK_PROGRESS"] = "1"
     try:
         result = run_task(root, task, strict=strict, review=review, supervise=supervise)
     except Suspended as exc:

@@ -156,7 +156,7 @@ def run_agent(agent: Agent, prompt: str, cwd: Path, timeout: float) -> AgentRun:
         except subprocess.TimeoutExpired:
             _kill_group(child)
             out, err = child.communicate()
-            failure = f"timed out after {timeout:g} s"
+            failure = f"timed out after {timeout:.3g} s"
         duration = time.monotonic() - started
     stdout, stderr = _tail(out), _tail(err)
     cost = _cost(stdout) if agent.cost_from == "claude-json" else None

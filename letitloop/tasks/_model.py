@@ -74,6 +74,7 @@ class Check:
     max_bytes: int | None = None
     rules: tuple[str, ...] = MARKDOWN_RULES
     protect: tuple[str, ...] = ()  # signatures: PATH::QUALNAME
+    receipt: str = ""  # command: the final run is signed (letitloop.receipts) into this file
 
     @property
     def label(self) -> str:
@@ -270,9 +271,12 @@ def _check(raw: object, where: str) -> Check:
     if not isinstance(present, bool):
         raise TaskFileError(f"{where}: present must be true or false")
     known = {"kind", "name", "paths", "path", "run", "timeout", "pattern", "present", "rules"}
-    known |= {"min_bytes", "max_bytes", "protect"}
+    known |= {"min_bytes", "max_bytes", "protect", "receipt"}
     if unknown := set(raw) - known:
         raise TaskFileError(f"{where}: unknown keys {sorted(unknown)}")
+    receipt = r.text("receipt", "")
+    if receipt and kind != "command":
+        raise TaskFileError(f"{where}: only a command check can have a receipt")
     return Check(
         kind=kind,
         name=r.text("name", ""),
@@ -285,6 +289,7 @@ def _check(raw: object, where: str) -> Check:
         max_bytes=r.number("max_bytes", None, whole=True),
         rules=rules,
         protect=r.strings("protect"),
+        receipt=receipt,
     )
 
 

@@ -12,6 +12,7 @@ A task run is the durable workflow ``lil.task`` with the run id ``lil.task:NAME`
                           with the reason, and the next agent takes over with the last critique.
     propose / review      (``review``) proposals journaled; the run suspends until all decided
     final checks          (``review``) the checks again, on the tree the person approved
+    sign receipts         command checks with ``receipt = "FILE"`` run once more, signed
 
 Killed anywhere, the same call continues: finished steps replay from the journal (no agent runs
 twice for them) and the attempt in flight runs again, compared with the tree as it was before it
@@ -20,6 +21,8 @@ started (snapshots in ``.letitloop/tasks/NAME/``).
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -159,6 +162,15 @@ def task_run(
                 fix=f"fix it by hand, or `lil runs reset {run_id_of(name)}` and run it again",
                 run_id=run_id_of(name),
             )
+    if any(c.receipt for c in task.checks):
+        result["receipts"] = step("sign receipts", _sign_receipts, spec, root)
+        if failed := [r for r in result["receipts"] if r["exit_code"] != 0]:
+            raise TaskError(
+                f"task {name}: the signed final run of {failed[0]['check']} exited "
+                f"{failed[0]['exit_code']} (receipt {failed[0]['path']})",
+                fix="the checks passed before: see the receipt's output for what differs",
+                run_id=run_id_of(name),
+            )
     return result
 
 
@@ -240,6 +252,7 @@ def _turn(
     if task.limits.cost_usd is not None and spent >= task.limits.cost_usd:
         return out | {"status": "stopped", "reason": f"cost limit of ${task.limits.cost_usd:g}"}
     prompt = prompt_for(task, critique, strict)
+    _say(f"{agent.name}: attempt {info.attempt}" + (" (with a critique)" if critique else ""))
     run = run_agent(agent, prompt, base, min(task.limits.agent_timeout, remaining))
     if run.cost_usd:
         record_cost(run.cost_usd)
@@ -275,7 +288,19 @@ def _turn(
         results = [c.to_dict() for c in checks]
         out |= {"status": "checked", "checks": results, "critique": _checks.critique(results)}
     _tree.save(_tree.snapshot(base), base_file)  # the next attempt here starts from this tree
+    failed = [c["name"] for c in out["checks"] if not c["ok"]]
+    verdict = out.get("reason") or (
+        f"{agent.name}: " + ("failed " + ", ".join(failed) if failed else "checks passed")
+    )
+    _say(f"{verdict} ({run.duration:.1f} s, {len(changed)} file(s) changed)")
     return out
+
+
+def _say(message: str) -> None:
+    """A progress line on stderr, when the CLI asks for them (``LIL_TASK_PROGRESS``, which a
+    supervised runner inherits)."""
+    if os.environ.get("LIL_TASK_PROGRESS"):
+        print(f"lil run: {message}", file=sys.stderr, flush=True)
 
 
 def _propose(name: str, root: str) -> dict[str, Any]:
@@ -292,6 +317,22 @@ def _review_state(ids: list[str]) -> dict[str, Any]:
     pending = [i for i in ids if i in by_id and by_id[i].state in ("pending", "conflict")]
     decided = {i: by_id[i].state for i in ids if i in by_id and i not in pending}
     return {"pending": pending, "decided": decided}
+
+
+def _sign_receipts(spec: dict[str, Any], root: str) -> list[dict[str, Any]]:
+    """The final check run, signed: each command check with a ``receipt`` runs once more under
+    ``letitloop.receipts.run`` (keys from $LIL_RECEIPT_KEY / $LIL_RECEIPT_SIGNING_KEY)."""
+    from letitloop.receipts._run import run
+
+    task = TaskSpec.from_dict(spec)
+    out = []
+    for check in task.checks:
+        if check.receipt:
+            path = Path(root) / check.receipt
+            path.parent.mkdir(parents=True, exist_ok=True)
+            signed = run(list(check.run), out=path, protect=task.protect, cwd=root, stream=False)
+            out.append({"check": check.label, "path": check.receipt, "exit_code": signed.exit_code})
+    return out
 
 
 def _final_checks(name: str, spec: dict[str, Any], root: str) -> dict[str, Any]:

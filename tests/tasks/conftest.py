@@ -28,6 +28,7 @@ class Project:
         self.bin = root.parent / "bin"
         self.plan_file = root.parent / "plan.json"
         self.log = root.parent / "agents.log"
+        self.extra_env: dict[str, str] = {}
         self.bin.mkdir()
         (root / "tasks").mkdir(parents=True)
         for name in ("python3", "python"):
@@ -66,6 +67,7 @@ class Project:
             "FAKE_AGENT_PLAN": str(self.plan_file),
             "FAKE_AGENT_LOG": str(self.log),
             "COLUMNS": "200",
+            **self.extra_env,
         }
 
     def lil(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

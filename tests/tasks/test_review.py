@@ -4,6 +4,7 @@ a person applies them from the CLI, and the resumed task runs its checks on the 
 from __future__ import annotations
 
 import json
+import subprocess
 
 from tests.tasks.conftest import Project
 
@@ -71,3 +72,32 @@ def test_rejected_proposal_fails_the_final_checks(project: Project) -> None:
     done = project.lil("run", "resume", "calc")
     assert done.returncode == 1
     assert "the reviewed tree fails its checks" in done.stderr
+
+
+def test_a_receipt_signs_the_final_check_run(project: Project) -> None:
+    import secrets
+
+    from letitloop.receipts import Receipt, verify
+
+    key, other = secrets.token_hex(32), secrets.token_hex(32)
+
+    signed = TASK + 'receipt = "build/receipt.json"\n'
+    project.write("tasks/calc.toml", signed)
+    project.write("check_calc.py", CHECK)
+    project.write("src/calc.py", OLD)
+    project.extra_env["LIL_RECEIPT_KEY"] = key
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
+        subprocess.run([*git, *cmd], cwd=project.root, check=True)
+    project.plan({"claude": [{"do": "write", "files": {"src/calc.py": NEW}}]})
+    done = project.lil("run", "--task", "calc", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["receipts"] == [
+        {"check": "tests", "path": "build/receipt.json", "exit_code": 0}
+    ]
+    receipt = Receipt.load(project.root / "build" / "receipt.json")
+    assert receipt.payload["command"] == ["python", "check_calc.py"]
+    result = verify(receipt, key=key, cwd=project.root)
+    assert result.ok, result.render()
+    forged = verify(receipt, key=other, cwd=project.root)
+    assert not forged.ok
