@@ -1,138 +1,82 @@
 """AutoGen AgentChat on the letitloop journal: a team (or one agent) whose run resumes.
 
-WORK IN PROGRESS (issue 23): an uninterrupted run is journaled correctly, but resuming after a
-SIGKILL does not yet replay every completed model call, so a side effect can repeat. Not
-exported, not documented, not an extra yet: do not rely on it.
-
     from letitloop.adapters.autogen import durable_team
     team = durable_team(RoundRobinGroupChat([writer, critic], ...), run_id="essay")
     result = await team.run(task="write a haiku")   # kill the process, call again: it resumes
 
-Every model call (``ChatCompletionClient.create`` of each agent) and every tool call
-(``BaseTool.run``) becomes a step of one durable run, keyed by its position, never by the
-request's content (``ChatCompletionCache`` keys by content, so two equal prompts would share an
-answer). Called again after a crash, the team runs from its start: completed model and tool
-calls replay from the journal, so the conversation is rebuilt message by message, the same next
-speaker takes its turn, and the first new model call is the one that was in flight. The result's
-messages are journaled as JSON and rebuilt with AutoGen's ``MessageFactory`` (the kernel's codec
-cannot rebuild a ``TaskResult``). Token usage is recorded as the step's cost (``record_cost``).
+Every model call (``create``/``create_stream`` of each agent's model client, and a selector's)
+is a step of one durable run keyed by its position, never by the request's content
+(``ChatCompletionCache`` keys by content, so two equal prompts would share one answer). Every
+tool call (a workbench's ``call_tool``) is a step too, whose body is a child run: a tool's own
+``step()``/``atomic_marker()`` calls are journaled there, so a completed tool call returns its
+journaled result and a side effect is never silently repeated. Called again after a crash, the
+team runs from its start and the journal answers every completed call: the conversation is
+rebuilt message by message (that is the team's state, journaled per message), the same next
+speaker takes its turn, and the first model call that really runs is the one in flight when
+the process died. The result's messages are journaled as JSON and rebuilt with AutoGen's
+``MessageFactory`` (a ``TaskResult`` itself has no decodable form). Token usage is the step's
+cost. The run is an ordinary letitloop run: ``lil runs list/show``, budgets, approvals.
 """
 
 from __future__ import annotations
 
-import contextvars
-import functools
-import inspect
-import json
+import asyncio
+import dataclasses
 import os
-from typing import Any
+from collections.abc import AsyncGenerator, Sequence
+from contextvars import ContextVar
+from typing import Any, TypeAlias
 
 from letitloop.kernel._errors import ConfigError
 
 try:
     from autogen_agentchat.base import TaskResult
-    from autogen_agentchat.messages import MessageFactory
-    from autogen_core.models import CreateResult
+    from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, MessageFactory
+    from autogen_core import CancellationToken
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ConfigError(
         f"letitloop.adapters.autogen needs AutoGen AgentChat, which is not installed ({exc})",
         fix="pip install 'letitloop[autogen]'",
     ) from exc
 
+from letitloop.adapters._autogen_calls import RUN, TeamRun, instrument, reset_clients
+
 __all__ = ["AutoGenStateSerializer", "DurableTeam", "durable_team"]
 
-
-class _JournaledClient:
-    """A model client whose ``create`` is a position-keyed step; everything else delegates."""
-
-    def __init__(self, inner: Any, agent: str) -> None:
-        self._inner = inner
-        self._agent = agent
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def create(self, *args: Any, **kwargs: Any) -> CreateResult:
-        from letitloop.kernel._cost import record_cost
-        from letitloop.kernel._runtime import async_step
-
-        ran = False
-
-        async def call() -> dict[str, Any]:
-            nonlocal ran
-            ran = True
-            out = await self._inner.create(*args, **kwargs)
-            usage = out.usage
-            model = (getattr(self._inner, "model_info", None) or {}).get("family")
-            record_cost(
-                input_tokens=int(usage.prompt_tokens or 0),
-                output_tokens=int(usage.completion_tokens or 0),
-                model=str(model) if model else None,
-            )
-            dumped: dict[str, Any] = json.loads(out.model_dump_json())
-            return dumped
-
-        data = await async_step(f"model:{self._agent}", call)
-        if not ran and type(self._inner).__name__ == "ReplayChatCompletionClient":
-            # it answers by its own counter: keep it in step with the replayed calls
-            self._inner._current_index += 1
-        return CreateResult.model_validate(data)
+Task: TypeAlias = str | BaseChatMessage | Sequence[BaseChatMessage] | None
 
 
-def _journal_tool(tool: Any, agent: str) -> None:
-    """Make ``tool.run`` a step: a replayed call returns the journaled result."""
-    if getattr(tool, "__letitloop_wrapped__", False):
-        return
-    inner = tool.run  # run_json and run_json_stream both end here
+@dataclasses.dataclass
+class _Call:
+    """What one ``run``/``run_stream`` call passes around the journal (never journaled)."""
 
-    @functools.wraps(inner)
-    async def run(args: Any, cancellation_token: Any) -> Any:
-        async def call() -> Any:
-            func = getattr(tool, "_func", None)
-            if func is None or inspect.iscoroutinefunction(func):
-                return await inner(args, cancellation_token)
-            run = contextvars.copy_context().run  # sync tools run on a thread without it
-
-            @functools.wraps(func)
-            def in_run(*a: Any, **k: Any) -> Any:
-                return run(func, *a, **k)
-
-            tool._func = in_run
-            try:
-                return await inner(args, cancellation_token)
-            finally:
-                tool._func = func
-
-        # not a step of its own: a replayed step would hide the steps and markers inside the
-        # tool, so the tool runs again on replay with the run context, and its side effects
-        # are fenced by atomic_marker()/step() inside it
-        return await call()
-
-    tool.run = run
-    tool.__letitloop_wrapped__ = True
+    cancellation_token: CancellationToken | None = None
+    sink: asyncio.Queue[Any] | None = None  # run_stream: messages as the team produces them
+    streamed: int = 0
 
 
-def _agents(team_or_agent: Any) -> list[Any]:
-    participants = getattr(team_or_agent, "_participants", None)
-    if participants is None:
-        return [team_or_agent]
-    found: list[Any] = []
-    for p in participants:  # a nested team's agents too
-        found.extend(_agents(p))
-    return found
+_CALL: ContextVar[_Call | None] = ContextVar("letitloop_autogen_call", default=None)
 
 
-def _instrument(team_or_agent: Any) -> None:
-    for agent in _agents(team_or_agent):
-        client = getattr(agent, "_model_client", None)
-        if client is not None and not isinstance(client, _JournaledClient):
-            agent._model_client = _JournaledClient(client, agent.name)
-        for tool in getattr(agent, "_tools", None) or []:
-            _journal_tool(tool, agent.name)
+def _task_arg(task: Task) -> Any:
+    """The task as the run's journaled argument: a message without its fresh id and time, so
+    the same task given again after a crash names the same run."""
+    if task is None or isinstance(task, str):
+        return task
+    if isinstance(task, BaseChatMessage):
+        return _bare(task)
+    return [_bare(m) for m in task]
+
+
+def _bare(message: BaseChatMessage) -> dict[str, Any]:
+    data = dict(message.dump())
+    data.pop("id", None)
+    data.pop("created_at", None)
+    return data
 
 
 class DurableTeam:
-    """A team or agent whose ``run`` is a durable letitloop run (``lil runs list`` shows it)."""
+    """A team or agent whose ``run`` (and ``run_stream``) is a durable letitloop run."""
 
     def __init__(
         self,
@@ -140,54 +84,166 @@ class DurableTeam:
         *,
         run_id: str,
         journal: Any = None,
-        name: str = "autogen",
+        name: str | None = None,
     ) -> None:
         if not run_id or not isinstance(run_id, str):
             raise ConfigError(
                 f"durable_team() needs a run_id naming the conversation, got {run_id!r}",
                 fix='pass run_id="essay" (the same id resumes the same run)',
             )
+        if not callable(getattr(team_or_agent, "run_stream", None)):
+            raise ConfigError(
+                f"durable_team() takes an AgentChat team or agent, got {type(team_or_agent)!r}",
+                fix="pass e.g. RoundRobinGroupChat([...]) or AssistantAgent(...)",
+            )
         self.team = team_or_agent
         self.run_id = run_id
-        _instrument(team_or_agent)
+        self.name = name or str(getattr(team_or_agent, "name", None) or "team")
+        self.workflow = f"autogen:{self.name}"
+        self._factory: MessageFactory = getattr(team_or_agent, "_message_factory", None) or (
+            MessageFactory()
+        )
+        self._ran = False  # the team ran in this process: rewind it before a replay
+        instrument(team_or_agent)
         from letitloop.kernel._runtime import durable_async
 
-        options: dict[str, Any] = {"name": f"autogen:{name}", "run_id": run_id}
+        options: dict[str, Any] = {"name": self.workflow, "run_id": run_id}
         if journal is not None:
             options["journal"] = journal
 
-        async def conversation(task: str | None) -> dict[str, Any]:
-            result = await self.team.run(task=task)
-            return {
-                "messages": [m.dump() for m in result.messages],
-                "stop_reason": result.stop_reason,
-            }
+        async def conversation(task: Any, output_task_messages: bool) -> dict[str, Any]:
+            return await self._conversation(task, output_task_messages)
 
-        conversation.__qualname__ = f"autogen_{name}"
+        conversation.__qualname__ = f"autogen_{self.name}"
         self._run = durable_async(**options)(conversation)
 
-    async def run(self, *, task: str | None = None) -> TaskResult:
-        """Run (or resume) the conversation; the result's messages are rebuilt from JSON."""
-        data = await self._run(task)
-        factory = MessageFactory()
-        messages = [factory.create(m) for m in data["messages"]]
+    async def _rewind(self) -> None:
+        """Back to the initial state, so replaying the journal rebuilds the conversation."""
+        if hasattr(self.team, "_participants"):
+            await self.team.reset()
+        else:
+            await self.team.on_reset(CancellationToken())
+        reset_clients(self.team)
+
+    def _task(self, task: Any) -> Task:
+        if task is None or isinstance(task, str):
+            return task
+        if isinstance(task, dict):
+            return self._factory.create(task)
+        return [self._factory.create(m) for m in task]
+
+    async def _conversation(self, task: Any, output_task_messages: bool) -> dict[str, Any]:
+        call = _CALL.get() or _Call()
+        run = TeamRun(self.workflow, self.run_id)
+        token = RUN.set(run)
+        try:
+            if self._ran:
+                await self._rewind()
+            self._ran = True
+            result: TaskResult | None = None
+            try:
+                stream = self.team.run_stream(
+                    task=self._task(task),
+                    cancellation_token=call.cancellation_token,
+                    output_task_messages=output_task_messages,
+                )
+                async for item in stream:
+                    if isinstance(item, TaskResult):
+                        result = item
+                    elif call.sink is not None:
+                        call.streamed += 1
+                        call.sink.put_nowait(item)
+            except Exception:
+                run.check()  # AutoGen hides it behind a RuntimeError: the original wins
+                raise
+            run.check()
+            assert result is not None, "AgentChat's run_stream ended without a TaskResult"
+            return {
+                "messages": [dict(m.dump()) for m in result.messages],
+                "stop_reason": result.stop_reason,
+            }
+        finally:
+            RUN.reset(token)
+
+    def _result(self, data: dict[str, Any]) -> TaskResult:
+        messages = [self._factory.create(m) for m in data["messages"]]
         return TaskResult(messages=messages, stop_reason=data["stop_reason"])
+
+    async def run(
+        self,
+        *,
+        task: Task = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run (or resume, or return the journaled result of) the conversation."""
+        token = _CALL.set(_Call(cancellation_token))
+        try:
+            data = await self._run(_task_arg(task), output_task_messages)
+        finally:
+            _CALL.reset(token)
+        return self._result(data)
+
+    async def run_stream(
+        self,
+        *,
+        task: Task = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Like AgentChat's ``run_stream``: each message as it comes (replayed ones too), then
+        the ``TaskResult``; a completed run yields its journaled messages."""
+        call = _Call(cancellation_token, asyncio.Queue())
+        token = _CALL.set(call)
+        try:
+            running = asyncio.ensure_future(self._run(_task_arg(task), output_task_messages))
+        finally:
+            _CALL.reset(token)
+        assert call.sink is not None
+        try:
+            while True:
+                getting = asyncio.ensure_future(call.sink.get())
+                await asyncio.wait({getting, running}, return_when=asyncio.FIRST_COMPLETED)
+                if getting.done():
+                    yield getting.result()
+                    continue
+                getting.cancel()
+                while not call.sink.empty():
+                    yield call.sink.get_nowait()
+                break
+            result = self._result(running.result())
+            if call.streamed == 0:  # journaled before: nothing ran, show what it said
+                for message in result.messages:
+                    yield message
+            yield result
+        finally:
+            if not running.done():
+                running.cancel()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.team, name)
 
 
 def durable_team(
-    team_or_agent: Any, *, run_id: str, journal: Any = None, name: str = "autogen"
+    team_or_agent: Any, *, run_id: str, journal: Any = None, name: str | None = None
 ) -> DurableTeam:
-    """Wrap an AgentChat team or agent so ``await team.run(task=...)`` resumes after a crash."""
+    """Wrap an AgentChat team or agent so ``await team.run(task=...)`` resumes after a crash.
+
+    ``run_id`` names the conversation (the same id resumes it); ``journal`` is a path or
+    journal object (default: found as usual); ``name`` names the workflow ``autogen:NAME``
+    (default: the team's or agent's name).
+    """
     return DurableTeam(team_or_agent, run_id=run_id, journal=journal, name=name)
 
 
 class AutoGenStateSerializer:
-    """Alias kept from the product's first description: ``wrap_agent`` is ``durable_team``."""
+    """The name from the product's first description, kept as a thin alias:
+    ``AutoGenStateSerializer(session_id="s1").wrap_agent(agent)`` is
+    ``durable_team(agent, run_id="s1")`` (``wrap_team`` too)."""
 
-    def __init__(self, session_id: str, journal: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, session_id: str, journal: str | os.PathLike[str] | Any | None = None
+    ) -> None:
         self.session_id = session_id
         self.journal = journal
 
