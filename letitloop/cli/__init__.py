@@ -54,6 +54,11 @@ COMMANDS = {
         "See the notification outbox and retry failed webhooks.",
     ),
     "receipt": ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it."),
+    "report": (
+        "letitloop.cli._report",
+        "report_cmd",
+        "Where the time and money went: cost per workflow and model, slowest steps, failures.",
+    ),
     "run": ("letitloop.cli._run", "run_group", "Run a coding-agent task durably (--task NAME)."),
     "runs": (
         "letitloop.cli._runs",
