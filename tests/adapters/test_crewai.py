@@ -1,0 +1,213 @@
+"""The CrewAI adapter: a crew and a flow on a scripted offline model, SIGKILLed and called again.
+
+Each case runs ``frameworks/crew_pipeline.py`` in ``.venvs/crewai`` on a real journal (its owner
+process), kills it with a real SIGKILL during the k-th model call (or inside the side effect's
+marker block), and kicks it off again in a new process. CrewAI imports in about 3 s, so the
+cases are few: each one checks the model calls made, the side effects, the tools run, the
+result against an uninterrupted run's, and what the journal recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.adapters.conftest import ROOT, framework_python
+from tests.adapters.test_adapter_docs import framework_env
+from tests.conftest import _kill_owner, modules_after
+
+SCRIPT = ROOT / "tests" / "adapters" / "frameworks" / "crew_pipeline.py"
+CREW_CALLS = ["research:0", "research:1", "research:2", "write:0"]  # the script, in order
+FLOW_CALLS = ["fetch:0", "summarize:0"]
+RUN = {"crew": "crewai:crew:otters", "flow": "crewai:OtterFlow:otters"}
+
+
+class Pipeline:
+    """One journal and output folder; ``run()`` starts the script in a fresh interpreter."""
+
+    def __init__(self, root: Path, mode: str) -> None:
+        self.root, self.mode = root, mode
+        self.journal = root / "journal.duckdb"
+        self.out = root / "out"
+        root.mkdir(parents=True, exist_ok=True)
+
+    def run(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        env = {**framework_env(self.root / "home"), "LIL_JOURNAL": str(self.journal)}
+        return subprocess.run(
+            [str(framework_python("crewai")), str(SCRIPT), self.mode, str(self.out), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=240,
+            cwd=self.root,
+        )
+
+    def result(self, *extra: str) -> dict[str, Any]:
+        done = self.run(*extra)
+        assert done.returncode == 0, done.stderr[-4000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+    def killed(self, *extra: str) -> None:
+        done = self.run(*extra)
+        assert done.returncode == -signal.SIGKILL, (done.returncode, done.stderr[-4000:])
+
+    def lines(self, name: str) -> list[str]:
+        path = self.out / name
+        return path.read_text().splitlines() if path.exists() else []
+
+    def lil(self, *args: str) -> str:
+        cmd = [str(ROOT / ".venv" / "bin" / "lil"), *args, "--journal", str(self.journal)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=self.root)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def shown(self) -> dict[str, Any]:
+        return json.loads(self.lil("runs", "show", RUN[self.mode], "--json"))  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def pipelines(tmp_path: Path) -> Iterator[Any]:
+    made: list[Pipeline] = []
+
+    def make(mode: str, name: str = "p") -> Pipeline:
+        made.append(Pipeline(tmp_path / f"{name}-{mode}", mode))
+        return made[-1]
+
+    yield make
+    for p in made:
+        _kill_owner(p.journal)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The crew's and the flow's results when nothing is killed."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    crew, flow = Pipeline(root, "crew"), Pipeline(root / "f", "flow")
+    try:
+        results = {"crew": crew.result(), "flow": flow.result()}
+        assert crew.lines("calls") == CREW_CALLS
+        assert flow.lines("calls") == FLOW_CALLS
+        yield results
+    finally:
+        _kill_owner(crew.journal)
+        _kill_owner(flow.journal)
+
+
+@pytest.mark.parametrize("k", [3, 4], ids=["mid-task-after-side-effect", "second-agent"])
+def test_crew_resumes_after_sigkill(pipelines: Any, uninterrupted: dict[str, Any], k: int) -> None:
+    p = pipelines("crew")
+    p.killed(str(k))
+    assert p.lines("calls") == CREW_CALLS[:k]
+    result = p.result()
+    # only the call in flight ran again: model calls = the script's count + 1
+    assert p.lines("calls") == CREW_CALLS[:k] + CREW_CALLS[k - 1 :]
+    assert len(p.lines("calls")) == len(CREW_CALLS) + 1
+    assert p.lines("sent") == ["otters"]  # the side effect, once
+    assert p.lines("lookups") == ["otters"]  # a completed tool call replays, not run again
+    # the same answer, task outputs (restored onto the tasks too) and token totals
+    assert result == uninterrupted["crew"]
+    assert result["task_outputs"] == ["otters hold hands while asleep", result["raw"]]
+
+    shown = p.shown()
+    assert shown["run"]["status"] == "completed"
+    steps = [(a["name"], a["status"]) for a in shown["attempts"] if a["status"] == "completed"]
+    assert [n for n, _ in steps] == [
+        "task:research",
+        "model:researcher",
+        "tool:lookup",
+        "model:researcher",
+        "tool:send_note",
+        "send_note",
+        "model:researcher",
+        "task:write",
+        "model:writer",
+    ]
+    # costs from the model's token usage: 4 answered calls of 100 in / 20 out at $1/$2 per 1M
+    assert shown["run"]["tokens"] == 4 * 120
+    assert shown["run"]["cost_micros"] == 4 * 140
+    table = p.lil("runs", "show", RUN["crew"])
+    assert "task:write" in table and "model:writer" in table and "tool:lookup" in table
+
+
+def test_side_effect_in_flight_is_in_doubt_not_repeated(
+    pipelines: Any, uninterrupted: dict[str, Any]
+) -> None:
+    p = pipelines("crew")
+    p.killed("--kill-in-tool")  # after the note was sent, before the marker recorded it
+    assert p.lines("sent") == ["otters"]
+    stopped = p.run()
+    # CrewAI turns tool errors into observations and retries failed tasks: the stop got through
+    assert stopped.returncode != 0
+    assert "InDoubtError" in stopped.stderr and "send_note" in stopped.stderr
+    assert p.lines("sent") == ["otters"]
+    assert p.lines("calls") == CREW_CALLS[:2]  # no model call after the stop
+    p.lil("effects", "resolve", RUN["crew"], "send_note", "--done")
+    assert p.result() == uninterrupted["crew"]
+    assert p.lines("sent") == ["otters"]
+    assert p.lines("calls") == CREW_CALLS
+
+
+def test_flow_resumes_after_sigkill(pipelines: Any, uninterrupted: dict[str, Any]) -> None:
+    p = pipelines("flow")
+    p.killed("2")  # in summarize's model call: fetch finished, its state changed
+    result = p.result()
+    assert p.lines("calls") == FLOW_CALLS + FLOW_CALLS[1:]  # fetch was skipped
+    assert p.lines("sent") == ["sea otters hold hands"]
+    # publish reads state.notes, which only the skipped fetch set: the state was restored
+    assert result == uninterrupted["flow"]
+    assert result["raw"] == "SUMMARY(sea otters hold hands) after 1 note(s)"
+    shown = p.shown()
+    names = [a["name"] for a in shown["attempts"] if a["status"] == "completed"]
+    assert names == [
+        "flow:fetch",
+        "model:scripted-1",
+        "notify",
+        "flow:summarize",
+        "model:scripted-1",
+        "flow:publish",
+    ]
+    assert shown["run"]["tokens"] == 2 * 120
+
+
+def test_importing_the_adapters_does_not_import_crewai(tmp_path: Path) -> None:
+    assert not any(m.split(".")[0] == "crewai" for m in modules_after("import letitloop.adapters"))
+    code = (
+        "import sys, letitloop, letitloop.adapters\n"
+        "assert 'crewai' not in sys.modules, 'imported crewai'\n"
+        "import letitloop.adapters.crewai\n"
+        "assert 'crewai' in sys.modules\n"
+    )
+    done = subprocess.run(
+        [str(framework_python("crewai")), "-c", code],
+        capture_output=True,
+        text=True,
+        env=framework_env(tmp_path),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_without_crewai_the_adapter_says_what_to_install() -> None:
+    import sys
+
+    try:
+        import crewai  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        raise AssertionError("the main environment should not have CrewAI (it has its own)")
+    done = subprocess.run(
+        [sys.executable, "-c", "import letitloop.adapters.crewai"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "ConfigError" in done.stderr and "letitloop[crewai]" in done.stderr
