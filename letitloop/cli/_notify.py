@@ -6,6 +6,7 @@ failed notification again, and ``lil limits`` shows each shared limit's bucket n
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,29 @@ def check_notifications(path: Path) -> Any:
         "check the receiver (LIL_NOTIFY_URL or [tool.letitloop.notify] url), then "
         "`lil notify retry KEY` for each (`lil notify list --state failed`)",
     )
+
+
+def last_wait(journal: Any, detail: Any) -> Any:
+    """The newest ``wait`` event of a running run whose step has not finished since, or None."""
+    if detail.run.status != "running":
+        return None
+    waits = [e for e in journal.events(run_id=detail.run.run_id, limit=20_000) if e.kind == "wait"]
+    if not waits:
+        return None
+    wait = waits[-1]
+    at = wait.data.get("at")
+    done = any(a.position == at and a.status != "started" for a in detail.attempts)
+    over = wait.ts + float(wait.data.get("seconds") or 0) < time.time() - 60
+    return None if done or over else wait
+
+
+def show_wait(journal: Any, detail: Any) -> None:
+    wait = last_wait(journal, detail)
+    if wait is not None:
+        out.say("")
+        out.say(
+            out.text(f"waiting for capacity of limit {wait.data.get('limit')}", "cyan"),
+            f"(step {wait.data.get('name')!r} at position {wait.data.get('at')}, "
+            f"{float(wait.data.get('seconds') or 0):.1f} s from {out.stamp(wait.ts)}; "
+            "`lil limits` shows the buckets)",
+        )

@@ -93,13 +93,23 @@ def show_cmd(run: str, with_traceback: bool, as_json: bool) -> None:
     Example:
         lil runs show pipeline.main:customer-42
     """
+    from letitloop.journal._fork import forked_from
+
     journal = open_cli_journal()
     detail = journal.get_run(journal.find_run(run))
+    origin = forked_from(journal, detail.run.run_id)
     if as_json:
-        out.emit_json(detail_json(detail) | {"maps": maps_json(journal, detail)})
+        fork = {"forked_from": origin._asdict()} if origin else {}
+        out.emit_json(detail_json(detail) | {"maps": maps_json(journal, detail)} | fork)
         return
     show_detail(detail, with_traceback)
+    if origin is not None:
+        at = f"{origin.step!r} (position {origin.position})" if origin.step else origin.position
+        out.say(out.text(f"forked from {origin.run_id} at {at}, epoch {origin.epoch}", "cyan"))
     show_maps(journal, detail)
+    from letitloop.cli._notify import show_wait
+
+    show_wait(journal, detail)  # a step waiting for a shared rate limit's capacity
 
 
 def show_maps(journal: Any, detail: RunDetail) -> None:

@@ -179,7 +179,8 @@ class Buckets:
         rpm, tpm = check_rate(rpm, "rpm"), check_rate(tpm, "tpm")
         if rpm is None and tpm is None:
             raise ConfigError(f"limit {name!r} has neither rpm nor tpm", fix="give rpm= or tpm=")
-        return self._get(name, rpm, tpm, now).take(now, check_tokens(tokens))
+        tokens = check_tokens(tokens)  # before anything is kept
+        return self._get(name, rpm, tpm, now).take(now, tokens)
 
     def adjust(self, name: str, tokens: int, now: float) -> None:
         bucket = self.buckets.get(check_name(name))

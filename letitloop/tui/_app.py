@@ -120,6 +120,10 @@ class LilApp(App[None]):
     def on_journal_changed(self, message: JournalChanged) -> None:
         for screen in list(self.listeners):
             screen.journal_changed(message)
+        from letitloop.tui._events import alerts
+
+        for title, text in alerts(message.events):  # approvals, doubts, dead letters, stops
+            self.notify(text, title=title, severity="warning", timeout=15)
 
     def on_journal_problem(self, message: JournalProblem) -> None:
         self.journal_problem(message.error)

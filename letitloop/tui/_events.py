@@ -108,7 +108,28 @@ def _fixed(tag: str, text: str, style: str = "") -> Callable[[Any, Mapping[str, 
     return line
 
 
+def _wait(e: Any, d: Mapping[str, Any], where: str) -> Line:
+    seconds = d.get("seconds") if isinstance(d.get("seconds"), (int, float)) else 0.0
+    text = f"{d.get('name')!r} waits {seconds:.1f} s for capacity of limit {d.get('limit')}"
+    return Line("waiting", text, "cyan")
+
+
+def alerts(events: list[Any]) -> list[tuple[str, str]]:
+    """(title, text) of each event a person acts on: what lil-tui pops up as a notification
+    (the same events the webhooks of ``journal._outbox`` report)."""
+    from letitloop.journal._outbox import classify
+
+    out = []
+    for e in events:
+        event = classify(e.kind, e.data or {})
+        if event is not None:
+            step = f", step {e.name!r}" if e.name else ""
+            out.append((event.replace("_", " "), f"run {e.run_id}{step}"))
+    return out
+
+
 _KINDS: dict[str, Callable[[Any, Mapping[str, Any], str], Line]] = {
+    "wait": _wait,
     "run": _run,
     "step": _started,
     "ok": _ok,
