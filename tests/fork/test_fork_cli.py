@@ -91,6 +91,15 @@ def test_lil_runs_fork_from_a_step_with_new_arguments(journal_url: str, tmp_path
     assert result[:2] == outputs[:2]  # reused: the very outputs the source journaled
     assert result[2].startswith("review:bob:") and result[3].startswith("publish:bob:")
     assert _lil_json(env, tmp_path, "runs", "show", source_id) == before  # source untouched
+    shown = _lil_json(env, tmp_path, "runs", "show", fork["run_id"])
+    assert shown["forked_from"] == {
+        "run_id": source_id,
+        "position": 2,
+        "epoch": 0,
+        "step": "review",
+    }
+    text = _run(env, tmp_path, *LIL, "runs", "show", fork["run_id"]).stdout
+    assert f"forked from {source_id} at 'review' (position 2), epoch 0" in text
 
     # --run forks and runs in one go; by position this time, with the source's own arguments
     calls.unlink()
