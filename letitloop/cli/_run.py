@@ -49,9 +49,10 @@ def run_group(
     review: bool,
     as_json: bool,
 ) -> None:
-    """Give a coding agent a task and come back to a checked result that survives crashes.
+    """Run a coding-agent task durably (--task NAME).
 
-    The same command again continues an interrupted task where it stopped.
+    Give a coding agent a task (tasks/NAME.toml) and come back to a checked result that
+    survived crashes. The same command again continues an interrupted task where it stopped.
 
     \b
     Examples:
