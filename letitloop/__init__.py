@@ -34,6 +34,7 @@ _EXPORTS = {
     "StepOptions": "letitloop.kernel._policy",
     "record_cost": "letitloop.kernel._cost",
     "Budget": "letitloop.kernel._policy",
+    "Limit": "letitloop.kernel._limits",
     "BudgetExceeded": "letitloop.kernel._errors",
     "Suspended": "letitloop.kernel._errors",
     "ApprovalPending": "letitloop.kernel._errors",
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     )
     from letitloop.kernel._fork import fork_run, fork_thread, run_fork
     from letitloop.kernel._human import Decision, approval, async_approval, suspend
+    from letitloop.kernel._limits import Limit
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._options import DurableOptions
     from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
