@@ -73,3 +73,27 @@ def test_failover_order_and_reasons_journaled(project: Project) -> None:
     assert "+    return 'hello'" in detail["attempts"][-1]["diff"]
     listed = json.loads(project.lil("run", "list", "--json").stdout)
     assert [(r["task"], r["status"]) for r in listed] == [("greet", "completed")]
+
+
+def test_a_task_run_is_a_normal_run_for_lil_runs_and_the_tui(project: Project) -> None:
+    project.write("tasks/greet.toml", TASK)
+    project.write("src/greet.py", "def greet():\n    return 'hi'\n")
+    project.plan(
+        {
+            "claude": [
+                {"do": "write", "files": {"src/greet.py": "def greet():\n    return 'hello'\n"}}
+            ]
+        }
+    )
+    assert project.lil("run", "--task", "greet").returncode == 0
+    shown = project.lil("runs", "show", "lil.task:greet")
+    assert shown.returncode == 0 and "agent claude" in shown.stdout
+    from letitloop.tui._model import Model
+
+    model = Model(project.journal)
+    try:
+        assert [(r.run_id, r.status) for r in model.runs()] == [("lil.task:greet", "completed")]
+        view = model.detail("lil.task:greet")
+        assert [s.name for s in view.steps] == ["begin", "agent claude"]
+    finally:
+        model.close()
