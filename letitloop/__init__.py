@@ -47,6 +47,7 @@ _EXPORTS = {
     "run_fork": "letitloop.kernel._fork",
     "fork_thread": "letitloop.kernel._fork",
     "runs": "letitloop.notebook_ext._render",
+    "report": "letitloop.notebook_ext._report",
     "load_ipython_extension": "letitloop.notebook_ext",
     "unload_ipython_extension": "letitloop.notebook_ext",
 }
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from letitloop.kernel._supervise import supervise
     from letitloop.notebook_ext import load_ipython_extension, unload_ipython_extension
     from letitloop.notebook_ext._render import runs
+    from letitloop.notebook_ext._report import report
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
