@@ -29,7 +29,7 @@ from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, MessageF
 from autogen_core.models import CreateResult
 from autogen_core.tools import TextResultContent, ToolResult
 
-from letitloop.kernel._errors import LetItLoopError, MapItemError, ReplayedStepError
+from letitloop.kernel._errors import LetItLoopError, MapItemError, ReplayedStepError, Suspended
 
 try:  # the offline model answers by its own counter: replayed calls must advance it
     from autogen_ext.models.replay import ReplayChatCompletionClient
@@ -47,11 +47,22 @@ class TeamRun:
     workflow: str
     key: str
     trouble: list[BaseException] = dataclasses.field(default_factory=list)
+    suspended: bool = False
 
     def check(self) -> None:
-        """Raise the first letitloop error seen in this run (before any new step is taken)."""
-        if self.trouble:
-            raise self.trouble[0]
+        """Raise the first letitloop error seen in this run (before any new step is taken); a
+        tool's run that suspended (an approval pending) suspends the team's run too."""
+        if not self.trouble:
+            return
+        exc = self.trouble[0]
+        if isinstance(exc, Suspended) and not self.suspended:
+            from letitloop.kernel._context import current_run
+
+            ctx = current_run.get()
+            if ctx is not None and ctx.run_id != exc.run_id:
+                self.suspended = True
+                ctx.suspend(f"a tool call is suspended: {exc.title} in run {exc.run_id}")
+        raise exc
 
     def keep(self, exc: BaseException) -> None:
         """Keep a letitloop error (not a user's failure replayed, which a tool reports)."""

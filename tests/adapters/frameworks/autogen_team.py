@@ -6,8 +6,9 @@ SHAPE: ``team`` (RoundRobinGroupChat of a writer with a tool and a critic), ``st
 through ``run_stream``) or ``agent`` (one AssistantAgent that reflects on its tool's result).
 KILL: ``N`` SIGKILLs this process inside the N-th model call of this process (``0``: never),
 ``in-tool`` inside the tool's ``atomic_marker`` block after its side effect, ``after-tool``
-right after that block. Every model call that reaches the model is a line in OUT/calls and
-every side effect a line in OUT/sent, both fsync'd; the result is printed as JSON.
+right after that block; ``approve`` kills nothing, but the tool asks ``approval()`` first.
+Every model call that reaches the model is a line in OUT/calls and every side effect a line in
+OUT/sent, both fsync'd; the result is printed as JSON.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from letitloop import atomic_marker
+from letitloop import approval, atomic_marker
 from letitloop.adapters.autogen import AutoGenStateSerializer, durable_team
 
 OUT = Path(sys.argv[1])
@@ -58,7 +59,7 @@ class Counted(ReplayChatCompletionClient):
         global calls_here
         calls_here += 1
         note("calls", f"{self._agent_name}:{self._current_index}")
-        if KILL == str(calls_here):
+        if str(calls_here) == KILL:
             os.kill(os.getpid(), signal.SIGKILL)
         return await super().create(*args, **kwargs)
 
@@ -73,6 +74,8 @@ def client(name: str, answers: list[Any]) -> Counted:
 
 def send_email(to: str) -> str:
     """Send the draft (a side effect that must happen once): a sync tool, run on a thread."""
+    if KILL == "approve" and not approval("send_email", {"to": to}, wait=False).approved:
+        return "not sent"
     with atomic_marker("send_email") as first:
         if first:
             note("sent", to)
