@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-from letitloop import durable, step
+from letitloop import approval, atomic_marker, durable, step
 from letitloop.kernel._policy import Budget, Retry
 
 
@@ -31,7 +33,25 @@ def over_budget() -> int:
     return step("big", int, "1", estimate=1.0)
 
 
-FLOWS = {"fail": fails, "dead": dead, "budget": over_budget}
+@durable(run_id="notify-approve")
+def publish() -> bool:
+    return approval("publish", {"title": "Q3 report"}, wait=False).approved
+
+
+@durable(run_id="notify-doubt")
+def send_once() -> None:
+    with atomic_marker("send") as should_execute:
+        if should_execute:  # the first call dies inside: the send is in doubt
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+FLOWS = {
+    "fail": fails,
+    "dead": dead,
+    "budget": over_budget,
+    "approve": publish,
+    "doubt": send_once,
+}
 
 if __name__ == "__main__":
     for name in sys.argv[1:]:

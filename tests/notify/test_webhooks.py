@@ -106,6 +106,26 @@ def test_signed_webhooks_for_each_event_people_act_on(journal_path: Path) -> Non
         receiver.close()
 
 
+def test_approvals_and_effects_in_doubt_notify_too(journal_path: Path) -> None:
+    receiver = Receiver()
+    try:
+        env = _env(journal_path, receiver.url)
+        assert "approve ApprovalPending" in _flows(env, "approve")
+        killed = subprocess.run(
+            [sys.executable, str(HERE / "notify_flows.py"), "doubt"], cwd=ROOT, env=env
+        )
+        assert killed.returncode == -signal.SIGKILL
+        assert "doubt InDoubtError" in _flows(env, "doubt")  # called again: in doubt
+        assert _wait(lambda: len(receiver.deliveries()) >= 2), receiver.deliveries()
+        time.sleep(1.0)
+        docs = [json.loads(body) for _, body in receiver.deliveries()]
+        assert sorted(d["event"] for d in docs) == ["approval_waiting", "effect_in_doubt"]
+        (asked,) = [d for d in docs if d["event"] == "approval_waiting"]
+        assert asked["step"] == "publish" and asked["run_id"].endswith(":notify-approve")
+    finally:
+        receiver.close()
+
+
 def test_slack_bodies(journal_path: Path) -> None:
     _settings(journal_path, format="slack", events=["run_failed"])
     receiver = Receiver()
