@@ -42,10 +42,13 @@ class Capture:
 
     ``context`` is set while a run executes and cleared after it; a managed agent's step sets
     it to the step's own context while the managed agent runs and restores it afterwards.
+    ``agent`` names the agent running now, so a model shared by a manager and the agents it
+    manages still names each call after the agent that made it.
     """
 
     def __init__(self) -> None:
         self.context: contextvars.Context | None = None
+        self.agent = "agent"
 
 
 def in_run(capture: Capture, fn: Callable[..., Any], *args: Any) -> Any:
@@ -196,7 +199,7 @@ def _record_usage(usages: list[Any], model_id: Any) -> None:
         )
 
 
-def wrap_model(model: Any, agent: str, capture: Capture) -> None:
+def wrap_model(model: Any, capture: Capture) -> None:
     """Make ``model.generate`` (and ``generate_stream``) a step named ``model:<agent>`` whose
     answer replays by position (never by the request's content), and whose token usage is the
     step's cost."""
@@ -204,7 +207,6 @@ def wrap_model(model: Any, agent: str, capture: Capture) -> None:
         return
     inner = getattr(model, "__letitloop_generate__", None) or model.generate
     model_id = getattr(model, "model_id", None)
-    name = f"model:{agent}"
 
     @functools.wraps(inner)
     def generate(messages: Any, *args: Any, **kwargs: Any) -> Any:
@@ -221,6 +223,7 @@ def wrap_model(model: Any, agent: str, capture: Capture) -> None:
             _record_usage([data["usage"]], model_id)
             return data
 
+        name = f"model:{capture.agent}"
         data = in_run(capture, halting, step, name, functools.partial(halting, call))
         # the agent sees the journaled message, on the first run as on every replay
         return message_from(data, raw[0] if raw else None)
@@ -246,6 +249,7 @@ def wrap_model(model: Any, agent: str, capture: Capture) -> None:
                 return parts
 
             # one step for the whole answer: its parts arrive once it is complete
+            name = f"model:{capture.agent}"
             parts = in_run(capture, halting, step, name, functools.partial(halting, call))
             for part in parts:
                 yield delta_from(part)
@@ -309,7 +313,7 @@ def instrument(agent: Any, capture: Capture, *, managed: bool = False) -> None:
         # parallel tool calls would take step positions in whatever order threads start;
         # one thread runs them in the order the model gave, on every replay alike
         agent.max_tool_threads = 1
-    wrap_model(agent.model, label, capture)
+    wrap_model(agent.model, capture)
     for tool_name, tool in agent.tools.items():
         if tool_name != "final_answer":  # returns its argument: nothing to journal
             wrap_tool(tool, capture)
@@ -328,7 +332,7 @@ def wrap_managed_run(agent: Any, capture: Capture) -> None:
     if getattr(agent, WRAPPED, None) is capture:
         return
     inner = getattr(agent, "__letitloop_run__", None) or agent.run
-    name = f"agent:{agent_label(agent)}"
+    label = agent_label(agent)
 
     @functools.wraps(inner)
     def run(task: str, *args: Any, **kwargs: Any) -> Any:
@@ -338,16 +342,17 @@ def wrap_managed_run(agent: Any, capture: Capture) -> None:
             return inner(task, *args, **kwargs)
 
         def body(task: str) -> Any:
-            outer, capture.context = capture.context, contextvars.copy_context()
+            outer = capture.context, capture.agent
+            capture.context, capture.agent = contextvars.copy_context(), label
             try:
                 answer = halting(functools.partial(inner, task, *args, **kwargs))
             finally:
-                capture.context = outer
+                capture.context, capture.agent = outer
             from smolagents.agent_types import AgentText
 
             return str(answer) if isinstance(answer, AgentText) else answer  # JSON, not pickle
 
-        return in_run(capture, halting, step, name, body, task)
+        return in_run(capture, halting, step, f"agent:{label}", body, task)
 
     agent.__letitloop_run__ = inner
     agent.run = run

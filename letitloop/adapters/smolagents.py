@@ -57,7 +57,10 @@ class DurableAgent:
         capture = self._capture
 
         def agent_run(task: str, **kwargs: Any) -> Any:
-            capture.context = contextvars.copy_context()
+            # again at each run: another durable_agent() of the same agent, or tools added
+            # since, would otherwise leave calls on a worker thread outside this run
+            instrument(agent, capture)
+            capture.context, capture.agent = contextvars.copy_context(), agent_label(agent)
             try:
                 return _plain(agent.run(task, **kwargs))
             except Halt as halt:  # a letitloop error, carried past smolagents' handlers

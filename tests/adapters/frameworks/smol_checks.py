@@ -161,6 +161,47 @@ def check_planning_calls_replay_too() -> None:
     assert names.count("model:CodeAgent") == 6  # 2 plans, 3 answers, 1 failed attempt
 
 
+class Shared(Model):
+    """One model for a manager and the researcher it manages, each with its own script."""
+
+    def __init__(self, manager: list[Any], researcher: list[Any]) -> None:
+        super().__init__(model_id="scripted-1")
+        self.manager, self.researcher = Scripted(manager), Scripted(researcher)
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        mine = any("named 'researcher'" in str(m.content) for m in messages)
+        return (self.researcher if mine else self.manager).generate(messages, **kwargs)
+
+
+def check_a_shared_model_names_each_call_after_its_agent() -> None:
+    journal = MemoryJournal()
+    model = Shared(
+        code("r = researcher(task='Oslo?')", "final_answer(r)"),
+        [("lookup", {"city": "Oslo"}), ("final_answer", {"answer": "cold"})],
+    )
+    researcher = ToolCallingAgent(
+        tools=[lookup],
+        model=model,
+        name="researcher",
+        description="Finds facts.",
+        verbosity_level=0,
+    )
+    manager = CodeAgent(
+        tools=[], model=model, managed_agents=[researcher], name="boss", verbosity_level=0
+    )
+    answer = durable_agent(manager, run_id="m", journal=journal).run("go")
+    assert answer.endswith("cold"), answer
+    names = [a.name for a in journal.get_run("smolagents:boss:m").attempts]
+    assert names == [
+        "model:boss",
+        "agent:researcher",
+        "model:researcher",
+        "tool:lookup",
+        "model:researcher",
+        "model:boss",
+    ], names
+
+
 def check_refuses_a_remote_executor() -> None:
     class Remote(PythonExecutor):
         def send_tools(self, tools: Any) -> None: ...
@@ -207,11 +248,13 @@ def check_wrapping_twice_journals_once() -> None:
         model=Scripted(code("x = lookup(city='Oslo')", "final_answer(x)")),
         verbosity_level=0,
     )
-    durable_agent(agent, run_id="a", journal=journal)
+    first = durable_agent(agent, run_id="a", journal=journal)
     again = durable_agent(agent, run_id="b", journal=journal)
     assert again.run("go") == "Oslo is nice"
-    names = [a.name for a in journal.get_run("smolagents:CodeAgent:b").attempts]
-    assert names == ["model:CodeAgent", "tool:lookup", "model:CodeAgent"], names
+    assert first.run("go") == "Oslo is nice"  # the older wrapper still journals everything
+    for run in ("a", "b"):
+        names = [a.name for a in journal.get_run(f"smolagents:CodeAgent:{run}").attempts]
+        assert names == ["model:CodeAgent", "tool:lookup", "model:CodeAgent"], (run, names)
 
 
 def check_a_failed_model_call_runs_again_and_the_rest_replays() -> None:
