@@ -43,6 +43,8 @@ EXPLAIN: dict[str, str] = {
     "included. Asks first; the history stays in the journal.",
     "cancel": "Stop the selected run for good: a process executing it stops at its next step "
     "and it is not resumed until reset. Asks first, with an optional comment.",
+    "fork": "Fork the run at the selected step: a new run reuses the steps before it and runs "
+    "from it on (press R on the fork to run it); this run stays as it is. Asks first.",
     "back": "Go back to the previous screen.",
     "approve": "Go to the approvals this run is waiting for.",
     # approvals

@@ -156,3 +156,38 @@ def test_lil_runs_fork_refuses_a_running_run_and_bad_steps(
         env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "1", "--args", "{"
     )
     assert proc.returncode == 2 and "not JSON" in proc.stderr, proc.stderr
+
+
+def test_a_fork_killed_midway_resumes_where_it_stopped(journal_url: str, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    env = _env(journal_url, calls)
+    code = "import json, fork_workflows; print(json.dumps(fork_workflows.pipeline('ada')))"
+    source = _run(env, tmp_path, sys.executable, "-c", code)
+    assert source.returncode == 0, source.stderr
+    outputs = json.loads(source.stdout)
+    (row,) = _lil_json(env, tmp_path, "runs", "list")
+    calls.unlink()
+    # the fork runs from "summarize" and its process is SIGKILLed inside "review"
+    killed = _run(
+        env | {"FORK_KILL_AT": "review"},
+        tmp_path,
+        *LIL,
+        "runs",
+        "fork",
+        row["run_id"],
+        "--from",
+        "summarize",
+        "--run",
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert _calls(calls) == ["summarize ada", "review ada"]
+    runs = {r["run_id"]: r for r in _lil_json(env, tmp_path, "runs", "list")}
+    (fork_id,) = set(runs) - {row["run_id"]}
+    assert runs[fork_id]["status"] == "interrupted" and runs[fork_id]["steps_done"] == 2
+    done = _run(env, tmp_path, *LIL, "runs", "resume", fork_id, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)["result"]
+    # fetch was reused from the source, summarize from the killed try; review ran again
+    assert _calls(calls) == ["summarize ada", "review ada", "review ada", "publish ada"]
+    assert result[0] == outputs[0] and result[1] != outputs[1]
+    assert runs[row["run_id"]]["status"] == "completed"
