@@ -190,3 +190,29 @@ def test_a_changed_step_name_before_k_is_still_caught(any_journal: Any) -> None:
     names[1] = "renamed"
     with pytest.raises(NonDeterminismError, match="renamed"):
         fork.run(wf)
+
+
+def test_an_async_workflow_forks_too(any_journal: Any) -> None:
+    import asyncio
+
+    from letitloop import async_step, durable_async
+
+    calls: list[int] = []
+
+    async def work(i: int) -> str:
+        calls.append(i)
+        await asyncio.sleep(0)
+        return f"{i}-{uuid.uuid4().hex[:8]}"
+
+    @durable_async(journal=any_journal)
+    async def fan() -> list[str]:
+        first = await async_step("first", work, 0)
+        rest = await asyncio.gather(*(async_step(f"item{i}", work, i) for i in (1, 2, 3)))
+        return [first, *rest, await async_step("last", work, 4)]
+
+    source = asyncio.run(fan())
+    calls.clear()
+    fork = fork_run(any_journal.list_runs()[0].run_id, "last", journal=any_journal)
+    assert fork.reused == 4
+    result = fork.run(fan)
+    assert calls == [4] and result[:4] == source[:4] and result[4] != source[4]
