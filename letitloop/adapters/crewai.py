@@ -78,8 +78,22 @@ class _DurableKickoff:
     def _kickoff(self, inputs: dict[str, Any] | None) -> Any:
         raise NotImplementedError
 
+    def _unjournaled(self, name: str) -> ConfigError:
+        return ConfigError(
+            f"{name}() of a durable {self.kind} is not journaled: it would run outside the run",
+            fix=f"call kickoff(inputs) (from async code: await asyncio.to_thread("
+            f"{self.kind}.kickoff, inputs)), once per input for kickoff_for_each",
+        )
+
     def __getattr__(self, name: str) -> Any:
+        if name in _UNJOURNALED:
+            raise self._unjournaled(name)
         return getattr(self.target, name)
+
+
+_UNJOURNALED = frozenset(
+    ("akickoff", "kickoff_async", "kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each")
+)
 
 
 class DurableCrew(_DurableKickoff):
@@ -88,6 +102,11 @@ class DurableCrew(_DurableKickoff):
     def __init__(
         self, crew: Crew, *, run_id: str | None, journal: Journal, name: str | None
     ) -> None:
+        if crew.stream:
+            raise ConfigError(
+                "durable_crew() got a streaming crew (stream=True): its chunks cannot be journaled",
+                fix="build the crew with stream=False to make it durable",
+            )
         super().__init__(crew, run_id, journal, name)
         wrap.journal_crew(crew, self.guard)
 
@@ -99,8 +118,8 @@ class DurableCrew(_DurableKickoff):
         out = self.crew.kickoff(inputs=inputs)
         if not isinstance(out, CrewOutput):
             raise ConfigError(
-                f"durable_crew() got a {type(out).__name__} from kickoff (a streaming crew?)",
-                fix="turn streaming off (stream=False) on a crew made durable",
+                f"durable_crew() got a {type(out).__name__} from kickoff (streaming turned on?)",
+                fix="build the crew with stream=False to make it durable",
             )
         return _dump_crew_output(out)
 
@@ -121,6 +140,11 @@ class DurableFlow(_DurableKickoff):
     def __init__(
         self, flow: Flow[Any], *, run_id: str | None, journal: Journal, name: str | None
     ) -> None:
+        if getattr(flow, "stream", False):
+            raise ConfigError(
+                "durable_crew() got a streaming flow (stream=True): its chunks cannot be journaled",
+                fix="set stream = False on the flow to make it durable",
+            )
         super().__init__(flow, run_id, journal, name)
         wrap.journal_flow(flow, self.guard)
 

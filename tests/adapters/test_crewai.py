@@ -211,3 +211,40 @@ def test_without_crewai_the_adapter_says_what_to_install() -> None:
     )
     assert done.returncode == 1
     assert "ConfigError" in done.stderr and "letitloop[crewai]" in done.stderr
+
+
+def test_what_cannot_be_journaled_is_refused(tmp_path: Path) -> None:
+    """Streaming, async kickoffs and non-crews fail with the fix, before anything runs."""
+    code = """
+import sys
+sys.argv = ["crew_pipeline.py", "crew", sys.argv[1]]
+from letitloop.kernel._errors import ConfigError
+from letitloop.adapters.crewai import durable_crew
+import crew_pipeline as cp
+
+def refused(call, words):
+    try:
+        call()
+    except ConfigError as exc:
+        assert all(w in str(exc) for w in words), str(exc)
+    else:
+        raise AssertionError(f"not refused: {words}")
+
+crew = cp.make_crew(cp.Scripted(model="scripted-1"))
+durable = durable_crew(crew, run_id="r")
+refused(lambda: durable.akickoff(), ["akickoff", "asyncio.to_thread"])
+refused(lambda: durable.kickoff_for_each([{}]), ["kickoff_for_each", "once per input"])
+crew.stream = True
+refused(lambda: durable_crew(crew), ["stream=True", "stream=False"])
+refused(lambda: durable_crew(object()), ["Crew or Flow", "object"])
+print("ok")
+"""
+    done = subprocess.run(
+        [str(framework_python("crewai")), "-c", code, str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**framework_env(tmp_path), "LIL_JOURNAL": str(tmp_path / "j.duckdb")},
+        timeout=120,
+        cwd=SCRIPT.parent,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
