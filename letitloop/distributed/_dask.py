@@ -64,18 +64,13 @@ class DaskExecutor:
         return client(self._address, **self._cluster_kwargs)
 
     def submit(self, call: Callable[[], Any]) -> Future[Any]:
-        done: Future[Any] = Future()
-        dask_future = self.client.submit(call, pure=False)
+        return _settled(self.client.submit(call, pure=False))
 
-        def settle(f: Any) -> None:
-            try:
-                done.set_result(f.result())
-            except BaseException as exc:  # cancelled, KilledWorker, the item's own
-                done.set_exception(exc)
-
-        dask_future.add_done_callback(settle)
-        done.dask_future = dask_future  # type: ignore[attr-defined]  # keeps it referenced
-        return done
+    def submit_many(self, calls: list[Callable[[], Any]]) -> list[Future[Any]]:
+        """Every call in one ``client.map`` (one batch to the scheduler, as plain Dask does)."""
+        if not calls:
+            return []
+        return [_settled(f) for f in self.client.map(_call, calls, pure=False)]
 
     def close(self) -> None:
         with self._lock:
@@ -90,3 +85,23 @@ class DaskExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _call(call: Callable[[], Any]) -> Any:
+    """What a worker runs for one item of ``submit_many``."""
+    return call()
+
+
+def _settled(dask_future: Any) -> Future[Any]:
+    """A ``concurrent.futures.Future`` that settles with the Dask future."""
+    done: Future[Any] = Future()
+
+    def settle(f: Any) -> None:
+        try:
+            done.set_result(f.result())
+        except BaseException as exc:  # cancelled, KilledWorker, the item's own
+            done.set_exception(exc)
+
+    dask_future.add_done_callback(settle)
+    done.dask_future = dask_future  # type: ignore[attr-defined]  # keeps it referenced
+    return done

@@ -28,6 +28,16 @@ class Executor(Protocol):
         ...
 
 
+def submit_many(executor: Executor, calls: list[Callable[[], Any]]) -> list[Future[Any]]:
+    """Start every call, in one batch where the executor has one (``submit_many``: Dask sends a
+    batch to the scheduler in one message), else one ``submit`` each."""
+    batch = getattr(executor, "submit_many", None)
+    if callable(batch):
+        futures: list[Future[Any]] = batch(calls)
+        return futures
+    return [executor.submit(call) for call in calls]
+
+
 class ThreadExecutor:
     """Run items on a pool of threads in this process (any journal, the in-memory one too)."""
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable, Coroutine, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass
+from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from letitloop.journal._maps import item_key
@@ -90,9 +90,9 @@ class ItemCall:
         )
         args = (self.name, self.fn, dict(self.policies), self.item)
         inv = _Invocation(opts, _item_body, args, {}, self.workflow)
-        # TODO(lead): lazy_done=True (the item's step is durable: a replay completes the run
-        # again) halves the round trips; the Postgres backend drops that unwaited record today
-        inv.lazy_done = False
+        # the item's step is durable before its run's completion is written: the completion
+        # need not be waited for (a crash before it lands leaves a run whose replay completes)
+        inv.lazy_done = True
         _spent.cost = (0, 0)
         value = _run_sync(inv, self.parent)
         return ItemOutcome(value, *_spent.cost)
@@ -347,13 +347,19 @@ def _submit_all(
     update: Callable[[int, int, int], None],
     ledger: _Ledger,
 ) -> None:
+    """Keep up to ``window`` items in flight, submitted in batches; collect each as it settles
+    (a completion queue: no scan of every pending future per finished item)."""
+    from letitloop.distributed._executor import submit_many
+
     pending: dict[Future[Any], tuple[int, int]] = {}
+    settled: SimpleQueue[Future[Any]] = SimpleQueue()
     queue = list(reversed(todo))
     failures: dict[int, BaseException] = {}
     stopped: BudgetExceeded | None = None
     done = 0
     while queue or pending:
-        while queue and len(pending) < window and stopped is None:
+        batch: list[tuple[int, int]] = []
+        while queue and len(pending) + len(batch) < window and stopped is None:
             i = queue[-1]
             try:
                 held = ledger.hold(i)
@@ -362,10 +368,23 @@ def _submit_all(
                 queue.clear()
                 break
             queue.pop()
-            pending[executor.submit(calls[i])] = (i, held)
+            batch.append((i, held))
+        if batch:
+            futures = submit_many(executor, [calls[i] for i, _ in batch])
+            for fut, entry in zip(futures, batch, strict=True):
+                pending[fut] = entry
+                fut.add_done_callback(settled.put)
         if not pending:
             break
-        finished, _ = wait(list(pending), timeout=1.0, return_when=FIRST_COMPLETED)
+        try:
+            finished = [settled.get(timeout=1.0)]
+        except Empty:
+            continue
+        while True:
+            try:
+                finished.append(settled.get_nowait())
+            except Empty:
+                break
         for fut in finished:
             i, held = pending.pop(fut)
             exc = fut.exception()
@@ -378,10 +397,7 @@ def _submit_all(
                 results[i] = outcome.value
                 ledger.spent(held, outcome.usd_micros, outcome.tokens)
                 done += 1
-        if finished:
-            update(done, len(pending), len(failures))
-        else:
-            time.sleep(0)  # let the executor's callbacks run
+        update(done, len(pending), len(failures))
     if stopped is not None and not failures:
         raise stopped
     if failures:
