@@ -92,7 +92,7 @@ def hot_params(records: Sequence[Record]) -> tuple[str, str] | None:
         )
     rows = []
     for key, row in steps.items():
-        values = dict(zip(_KEY_COLS, key, strict=True)) | row
+        values: dict[str, Any] = dict(zip(_KEY_COLS, key, strict=True)) | row
         if (out := values.get("output")) is not None:
             values["output"] = "\\x" + out.hex()
         if (err := values.get("error")) is not None:
