@@ -171,6 +171,8 @@ def show_cmd(name: str, with_diff: bool, as_json: bool) -> None:
         if with_diff and a["diff"]:
             out.say(out.text(f"diff of {a['position']}.{a['attempt']}:", "bold"))
             out.say(out.text(a["diff"]))
+    for p in d["proposals"]:
+        out.say(out.text(f"proposal {p['id']}: {p['target']} in {p['path']} ({p['state']})"))
 
 
 @run_group.command("resume")
@@ -184,6 +186,7 @@ def resume_cmd(name: str, as_json: bool) -> None:
     from letitloop.tasks._report import find_task_run
 
     _use_journal()
+    os.environ["LIL_TASK_PROGRESS"] = "1"
     journal = open_cli_journal()
     run_id = find_task_run(journal, name)
     try:

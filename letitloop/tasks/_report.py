@@ -59,6 +59,11 @@ def task_detail(journal: Journal, name: str) -> dict[str, Any]:
     result = None
     if detail.result is not None and detail.result[0] == "json":
         result = json.loads(detail.result[1])
+    proposals = [
+        {"id": p.id, "path": p.path, "target": p.target, "state": p.state}
+        for p in journal.proposals()
+        if p.origin == run_id
+    ]
     return {
         "task": r.key,
         "run_id": run_id,
@@ -66,6 +71,7 @@ def task_detail(journal: Journal, name: str) -> dict[str, Any]:
         "error": r.error,
         "cost_usd": r.cost_micros / 1e6,
         "attempts": attempts,
+        "proposals": proposals,
         "result": result,
     }
 

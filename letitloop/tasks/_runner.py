@@ -111,7 +111,10 @@ def task_run(
                 max_validation_attempts=left,
             )
         except DeadLetteredError:  # its checks kept failing until no attempt was left
-            reasons.append(f"{agent.name}: the checks still failed after {left} attempt(s)")
+            reasons.append(
+                f"{agent.name}: the checks still failed after {left} attempt(s) (`lil runs "
+                f"retry {run_id_of(name)}` gives it {left} more)"
+            )
             break
         used += out["attempt"]
         critique = out["critique"] or out["critique_in"] or critique
@@ -264,7 +267,7 @@ def _turn(
         "run": run.to_dict(),
         "changed": changed,
         "outside": outside,
-        "diff": _tree.diff(before, after, changed),
+        "diff": _clip(_tree.diff(before, after, changed)),
     }
     if run.failure is not None:
         _tree.restore(base, before, changed)  # a failed attempt's half-done edits are undone
@@ -294,6 +297,13 @@ def _turn(
     )
     _say(f"{verdict} ({run.duration:.1f} s, {len(changed)} file(s) changed)")
     return out
+
+
+def _clip(diff: str, limit: int = 200_000) -> str:
+    """A diff as journaled: whole up to ``limit`` characters, else its start and a note."""
+    if len(diff) <= limit:
+        return diff
+    return diff[:limit] + f"\n… ({len(diff) - limit} more characters not journaled)\n"
 
 
 def _say(message: str) -> None:

@@ -156,3 +156,21 @@ def test_a_markdown_invariant_is_caught(project: Project) -> None:
     assert "link to '#usage': no heading #usage" in detail
     assert "never closed" in project.calls()[1]["prompt"]
     assert shown["status"] == "failed"
+
+
+def test_checks_failing_until_no_attempt_is_left_then_lil_runs_retry(project: Project) -> None:
+    project.write("tasks/calc.toml", CALC.replace('["claude", "codex"]', '["claude"]'))
+    project.write("check_calc.py", CHECK)
+    project.write("src/calc.py", "def add(a, b):\n    raise NotImplementedError\n")
+    wrong = [_write({"src/calc.py": WRONG + f"# try {n}\n"}) for n in range(1, 5)]
+    project.plan({"claude": wrong})
+    done = project.lil("run", "--task", "calc")
+    assert done.returncode == 1
+    assert "claude: the checks still failed after 4 attempt(s)" in done.stderr
+    assert len(project.calls()) == 4
+    # the kernel's dead letter: re-armed, the same turn gets a fresh budget of attempts
+    assert project.lil("runs", "retry", "lil.task:calc").returncode == 0
+    project.plan({"claude": [*wrong, _write({"src/calc.py": RIGHT})]})
+    again = project.lil("run", "resume", "calc", "--json")
+    assert again.returncode == 0, again.stderr
+    assert len(project.calls()) == 5 and project.read("src/calc.py") == RIGHT

@@ -46,6 +46,8 @@ def test_review_ends_waiting_then_proposals_applied_from_the_cli(project: Projec
     proposals = json.loads(project.lil("splice", "list", "--state", "pending", "--json").stdout)
     assert [(p["target"], p["origin"]) for p in proposals] == [("add", "lil.task:calc")]
     assert "return a + b" in proposals[0]["code"]
+    shown = json.loads(project.lil("run", "show", "calc", "--json").stdout)
+    assert [(p["target"], p["state"]) for p in shown["proposals"]] == [("add", "pending")]
 
     again = project.lil("run", "resume", "calc")  # nothing decided yet: still waiting
     assert again.returncode == 3, again.stderr
