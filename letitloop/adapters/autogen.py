@@ -120,6 +120,13 @@ class DurableTeam:
     async def _rewind(self) -> None:
         """Back to the initial state, so replaying the journal rebuilds the conversation."""
         if hasattr(self.team, "_participants"):
+            if getattr(self.team, "_embedded_runtime", False):
+                # after an agent's error the embedded runtime never runs the chat again ("The
+                # group chat is stopped."): give the team a fresh one, as its constructor does
+                from autogen_core import SingleThreadedAgentRuntime
+
+                self.team._runtime = SingleThreadedAgentRuntime(ignore_unhandled_exceptions=False)
+                self.team._initialized = False
             await self.team.reset()
         else:
             await self.team.on_reset(CancellationToken())

@@ -235,3 +235,33 @@ def test_without_autogen_the_adapter_says_which_extra_to_install() -> None:
     )
     assert proc.returncode == 1
     assert "ConfigError" in proc.stderr and "letitloop[autogen]" in proc.stderr
+
+
+def test_a_selector_team_suspended_and_approved_in_the_same_process(out: Path) -> None:
+    """The selector's own model call is journaled; calling the same team object again after it
+    stopped (AutoGen cannot rerun a team whose agent raised) rewinds it and replays."""
+    proc = subprocess.run(
+        [str(framework_python("autogen")), str(ROOT / SCRIPT.parent / "autogen_selector.py")]
+        + [str(out)],
+        capture_output=True,
+        text=True,
+        env=framework_env(out / "home"),
+        timeout=180,
+        cwd=out,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["pending"] == "autogen:SelectorGroupChat.tool:sel.0.2"
+    assert report["sent_before"] == [] and report["sent"] == ["ed"]
+    assert [m[0] for m in report["messages"]] == [
+        *("user", "writer", "writer", "writer"),
+        *("critic", "writer", "critic"),
+    ]
+    assert report["messages"][-1] == ["critic", "APPROVE"]
+    assert report["stop"] == "Text 'APPROVE' mentioned"
+    assert report["counters"] == [1, 2]  # each offline model answered each question once
+    assert "takes an AgentChat team or agent" in report["errors"][0]
+    assert "needs a run_id" in report["errors"][1] and "fix:" in report["errors"][1]
+    shown = lil_json(out, "runs", "show", "sel")
+    names = [a["name"] for a in shown["attempts"] if a["status"] == "completed"]
+    assert names[:3] == ["model:SelectorGroupChat", "model:writer", "tool:send"]
