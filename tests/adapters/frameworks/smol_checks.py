@@ -20,9 +20,14 @@ from smolagents.models import (
 )
 from smolagents.monitoring import TokenUsage
 
-from letitloop import MemoryJournal, approval
+from letitloop import Budget, MemoryJournal, approval
 from letitloop.adapters.smolagents import SmolagentsWALCallback, durable_agent
-from letitloop.kernel._errors import ApprovalPending, ConfigError, NonDeterminismError
+from letitloop.kernel._errors import (
+    ApprovalPending,
+    BudgetExceeded,
+    ConfigError,
+    NonDeterminismError,
+)
 
 CALLS: list[str] = []
 
@@ -200,6 +205,30 @@ def check_a_shared_model_names_each_call_after_its_agent() -> None:
         "model:researcher",
         "model:boss",
     ], names
+
+
+class Metered(Scripted):
+    """Scripted answers that each report 100 input and 10 output tokens."""
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        message = super().generate(messages, **kwargs)
+        message.token_usage = TokenUsage(input_tokens=100, output_tokens=10)
+        return message
+
+
+def check_a_budget_stops_the_agent_and_a_raised_one_continues_it() -> None:
+    journal = MemoryJournal()
+    model = Metered(code("x = lookup(city='Oslo')", "y = lookup(city='Rome')", "final_answer(y)"))
+    agent = CodeAgent(tools=[lookup], model=model, verbosity_level=0)
+    durable = durable_agent(agent, run_id="b", journal=journal, budget=Budget(tokens=150))
+    raises(lambda: durable.run("go"), BudgetExceeded, "budget", "lil runs budget")
+    run_id = "smolagents:CodeAgent:b"
+    assert journal.get_run(run_id).run.status == "suspended"
+    # 220 tokens spent after the second answer: the run stops before its next step, the tool
+    assert CALLS == ["model 0", "lookup Oslo", "model 1"], CALLS
+    journal.set_budget(run_id, "tester", tokens=1000)
+    assert durable.run("go") == "Rome is nice"
+    assert CALLS[3:] == ["lookup Rome", "model 2"]
 
 
 def check_refuses_a_remote_executor() -> None:
