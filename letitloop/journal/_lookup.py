@@ -27,7 +27,7 @@ def match_run(text: str, run_ids: Sequence[str]) -> str:
     if not text:
         raise JournalError("no run given", fix="name a run: its id, its key or a prefix of either")
     ids = list(dict.fromkeys(run_ids))
-    for tier in range(4):
+    for tier in range(5):
         hits = [r for r in ids if _matches(tier, text, r)]
         if len(hits) == 1:
             return hits[0]
@@ -40,12 +40,16 @@ def match_run(text: str, run_ids: Sequence[str]) -> str:
 
 
 def _matches(tier: int, text: str, r: str) -> bool:
-    """Tiers, first that matches decides: the id, the key, a prefix of either, a suffix."""
+    """Tiers, first that matches decides: the id, the key, the workflow (so a workflow's name
+    picks its run, not also the child runs of its maps, ``W.NAME:...``), a prefix of the id or
+    key, a suffix."""
     if tier == 0:
         return r == text
     if tier == 1:
         return run_key(r) == text or r.rpartition(":")[2] == text
     if tier == 2:
+        return r.partition(":")[0] == text
+    if tier == 3:
         return r.startswith(text) or run_key(r).startswith(text)
     return r.endswith(text)
 

@@ -24,6 +24,19 @@ def test_prefix_of_the_key_finds_the_run() -> None:
     assert match_run("etl.load:9d6e", IDS) == IDS[1]
 
 
+def test_a_workflow_name_picks_its_run_not_the_child_runs_of_its_map() -> None:
+    ids = [
+        "cli_fan:9d6da7dd",
+        "cli_fan.sq:9d6da7dd.e0.p0.0.ab12",
+        "cli_fan.sq:9d6da7dd.e0.p0.1.cd34",
+    ]
+    assert match_run("cli_fan", ids) == ids[0]
+    assert match_run("cli_fan.sq:9d6da7dd.e0.p0.1", ids) == ids[2]  # a child by its prefix
+    with pytest.raises(JournalError) as info:  # two runs of one workflow: both are listed
+        match_run("etl.load", IDS)
+    assert info.value.candidates == IDS[:2]  # type: ignore[attr-defined]
+
+
 def test_an_ambiguous_prefix_lists_the_candidates() -> None:
     with pytest.raises(JournalError) as info:
         match_run("9d6", IDS)
