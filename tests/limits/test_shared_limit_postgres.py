@@ -22,7 +22,7 @@ from tests.limits.counting_server import Counter
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-N = 20
+N = 14
 BURST, RATE = 6, 54 / 60
 
 
