@@ -45,8 +45,7 @@ class ForkedRun:
         o = self.origin
         return {
             "run_id": self.run_id,
-            "forked_from": {"run_id": o.run_id, "position": o.position, "epoch": o.epoch}
-            | {"step": o.step},
+            "forked_from": o._asdict(),
             "reused": self.reused,
             "resumable": self.resumable,
         }
@@ -196,9 +195,3 @@ def fork_thread(
     if values is not None:
         config = dict(graph.update_state(config, values, as_node=as_node))
     return config
-
-
-def describe(origin: ForkOrigin) -> str:
-    """One line for people: what a fork was forked from."""
-    at = f"{origin.step!r} (position {origin.position})" if origin.step else f"{origin.position}"
-    return f"forked from {origin.run_id} at {at}, epoch {origin.epoch}"
