@@ -116,6 +116,9 @@ def configured(cwd: Path | None = None) -> dict[str, Limit]:
 
 
 def _note(ctx: RunContext, where: tuple[int, str], limit: Limit, seconds: float) -> None:
+    """Journal the wait (``lil runs show``, lil-tui) and tell the cell's progress line."""
+    if ctx.observer is not None:
+        ctx.observer(ctx, where[0], where[1], f"waiting for capacity of {limit.name}")
     rec = {"k": "wait", "run": ctx.run_id, "epoch": ctx.epoch, "at": where[0], "name": where[1]}
     ctx.journal.append(
         [rec | {"limit": limit.name, "seconds": round(seconds, 3)} | {"ts": time.time()}],

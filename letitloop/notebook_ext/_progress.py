@@ -52,6 +52,11 @@ class Progress:
             observer_var.reset(token)
 
     def observe(self, ctx: RunContext, position: int, name: str, status: str) -> None:
+        if status.startswith("waiting"):  # "waiting for capacity of LIMIT": not a step done
+            self.current = f"{name} ({status})"
+            if self.live:
+                self._show()
+            return
         self.done += 1
         self.replayed += status == "replayed"
         self.journaled = max(self.journaled, len(ctx.recorded), self.done)
