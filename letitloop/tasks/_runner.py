@@ -271,11 +271,12 @@ def _turn(
     }
     if run.failure is not None:
         _tree.restore(base, before, changed)  # a failed attempt's half-done edits are undone
+        after = before
         out |= {"status": "failover", "reason": f"{agent.name}: {run.failure}"}
     elif not changed:
         out |= {"status": "failover", "reason": f"{agent.name}: made no change"}
     else:
-        checks = []
+        checks: list[_checks.CheckResult] = []
         if strict and outside:
             lost = _tree.restore(base, before, outside)
             after = _tree.snapshot(base)
@@ -290,7 +291,7 @@ def _turn(
         checks += _checks.run_checks(task, base, origin, after, since)
         results = [c.to_dict() for c in checks]
         out |= {"status": "checked", "checks": results, "critique": _checks.critique(results)}
-    _tree.save(_tree.snapshot(base), base_file)  # the next attempt here starts from this tree
+    _tree.save(after, base_file)  # the next attempt here starts from this tree
     failed = [c["name"] for c in out["checks"] if not c["ok"]]
     verdict = out.get("reason") or (
         f"{agent.name}: " + ("failed " + ", ".join(failed) if failed else "checks passed")

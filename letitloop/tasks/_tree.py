@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from functools import cache
 from pathlib import Path
 
@@ -28,29 +29,63 @@ Snapshot = dict[str, tuple[str, "str | None"]]  # path -> (sha256, text or None)
 
 
 def snapshot(root: Path) -> Snapshot:
-    """Every file under ``root`` (skipping ``SKIP_DIRS``) with its hash and, if text, its text."""
+    """Every file under ``root`` (skipping ``SKIP_DIRS``) with its hash and, if text, its text.
+
+    A file whose size and mtime are those seen by an earlier snapshot in this process, and
+    whose mtime is more than ``_RACY`` seconds older than this snapshot, is not read again
+    (git's "racily clean" rule: an edit in the same clock tick as a snapshot is always seen).
+    """
     out: Snapshot = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        for fn in sorted(filenames):
-            full = Path(dirpath) / fn
-            if full.is_symlink() or not full.is_file():
-                continue
-            rel = full.relative_to(root).as_posix()
+    started = time.time()
+    top = os.fspath(root)
+    stack = [""]
+    while stack and len(out) < MAX_FILES:
+        rel_dir = stack.pop()
+        try:
+            entries = sorted(os.scandir(os.path.join(top, rel_dir)), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
-                data = full.read_bytes()
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS:
+                        stack.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            text: str | None = None
-            if len(data) <= MAX_TEXT and b"\0" not in data:
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = None
-            out[rel] = (hashlib.sha256(data).hexdigest(), text)
+            key = (entry.path, st.st_size, st.st_mtime_ns)
+            seen = _seen.get(entry.path)
+            if seen is not None and seen[0] == key and st.st_mtime < started - _RACY:
+                out[rel] = seen[1]
+                continue
+            try:
+                with open(entry.path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            item = (hashlib.sha256(data).hexdigest(), _text_of(data))
+            _seen[entry.path] = (key, item)
+            out[rel] = item
             if len(out) >= MAX_FILES:
-                return out
-    return out
+                break
+    return dict(sorted(out.items()))
+
+
+_RACY = 2.0
+_seen: dict[str, tuple[tuple[str, int, int], tuple[str, str | None]]] = {}
+
+
+def _text_of(data: bytes) -> str | None:
+    if len(data) > MAX_TEXT or b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def save(snap: Snapshot, path: Path) -> None:
@@ -58,7 +93,7 @@ def save(snap: Snapshot, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(snap, f)
+        f.write(json.dumps(snap))  # dumps uses the C encoder; dump(f) does not
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
