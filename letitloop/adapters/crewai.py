@@ -47,7 +47,14 @@ class _DurableKickoff:
 
     kind = "crew"
 
-    def __init__(self, target: Any, run_id: str | None, journal: Journal, name: str | None) -> None:
+    def __init__(
+        self,
+        target: Any,
+        run_id: str | None,
+        journal: Journal,
+        name: str | None,
+        options: dict[str, Any],
+    ) -> None:
         if run_id is not None and (not isinstance(run_id, str) or not run_id):
             raise ConfigError(
                 f"durable_crew() run_id must be a non-empty string, got {run_id!r}",
@@ -61,7 +68,14 @@ class _DurableKickoff:
         self.workflow = f"crewai:{label}"
         from letitloop.kernel._runtime import durable
 
-        options: dict[str, Any] = {"name": self.workflow, "run_id": run_id}
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            raise ConfigError(
+                f"durable_crew() got unknown option(s) {', '.join(unknown)}",
+                fix="pass only run_id=, journal=, name= and @durable's "
+                + ", ".join(f"{o}=" for o in sorted(_OPTIONS)),
+            )
+        options = {**options, "name": self.workflow, "run_id": run_id}
         if journal is not None:
             options["journal"] = journal
 
@@ -91,6 +105,9 @@ class _DurableKickoff:
         return getattr(self.target, name)
 
 
+_OPTIONS = frozenset(
+    ("budget", "retry", "timeout", "lock_timeout", "allow_pickle", "ignore_args", "on_change")
+)
 _UNJOURNALED = frozenset(
     ("akickoff", "kickoff_async", "kickoff_for_each", "kickoff_for_each_async", "akickoff_for_each")
 )
@@ -100,14 +117,20 @@ class DurableCrew(_DurableKickoff):
     """A crew whose ``kickoff`` is a durable letitloop run (see the module docstring)."""
 
     def __init__(
-        self, crew: Crew, *, run_id: str | None, journal: Journal, name: str | None
+        self,
+        crew: Crew,
+        *,
+        run_id: str | None,
+        journal: Journal,
+        name: str | None,
+        **options: Any,
     ) -> None:
         if crew.stream:
             raise ConfigError(
                 "durable_crew() got a streaming crew (stream=True): its chunks cannot be journaled",
                 fix="build the crew with stream=False to make it durable",
             )
-        super().__init__(crew, run_id, journal, name)
+        super().__init__(crew, run_id, journal, name, options)
         wrap.journal_crew(crew, self.guard)
 
     @property
@@ -138,14 +161,20 @@ class DurableFlow(_DurableKickoff):
     kind = "flow"
 
     def __init__(
-        self, flow: Flow[Any], *, run_id: str | None, journal: Journal, name: str | None
+        self,
+        flow: Flow[Any],
+        *,
+        run_id: str | None,
+        journal: Journal,
+        name: str | None,
+        **options: Any,
     ) -> None:
         if getattr(flow, "stream", False):
             raise ConfigError(
                 "durable_crew() got a streaming flow (stream=True): its chunks cannot be journaled",
                 fix="set stream = False on the flow to make it durable",
             )
-        super().__init__(flow, run_id, journal, name)
+        super().__init__(flow, run_id, journal, name, options)
         wrap.journal_flow(flow, self.guard)
 
     @property
@@ -169,17 +198,19 @@ def durable_crew(
     run_id: str | None = None,
     journal: Journal = None,
     name: str | None = None,
+    **options: Any,
 ) -> Any:
     """Make a CrewAI ``Crew`` (a ``DurableCrew``) or ``Flow`` (a ``DurableFlow``) resumable.
 
     ``run_id`` names the run (the same id resumes it; default: keyed by the kickoff's inputs),
     ``journal`` is a journal object or path (default: found as usual), ``name`` the workflow
-    shown as ``crewai:<name>`` (default: the crew's or flow's name).
+    shown as ``crewai:<name>`` (default: the crew's or flow's name). The other keywords are
+    ``@durable``'s (``budget=``, ``retry=``, ``timeout=``, ``lock_timeout=``...).
     """
     if isinstance(crew_or_flow, Crew):
-        return DurableCrew(crew_or_flow, run_id=run_id, journal=journal, name=name)
+        return DurableCrew(crew_or_flow, run_id=run_id, journal=journal, name=name, **options)
     if isinstance(crew_or_flow, Flow):
-        return DurableFlow(crew_or_flow, run_id=run_id, journal=journal, name=name)
+        return DurableFlow(crew_or_flow, run_id=run_id, journal=journal, name=name, **options)
     raise ConfigError(
         f"durable_crew() takes a crewai Crew or Flow, got {type(crew_or_flow).__name__}",
         fix="pass the Crew(...) or your Flow subclass instance itself",

@@ -153,6 +153,31 @@ def test_side_effect_in_flight_is_in_doubt_not_repeated(
     assert p.lines("calls") == CREW_CALLS
 
 
+@pytest.mark.parametrize("why", ["approval", "budget"])
+def test_crew_suspends_and_continues_when_called_again(
+    pipelines: Any, uninterrupted: dict[str, Any], why: str
+) -> None:
+    """A tool asking ``approval()``, or a token budget, stops the crew as a normal letitloop
+    run: suspended, decided with ``lil``, and the next kickoff goes on from there."""
+    p = pipelines("crew")
+    args = ["--approval"] if why == "approval" else ["--tokens", "200"]
+    assert p.result(*args) == {
+        "suspended": "ApprovalPending" if why == "approval" else "BudgetExceeded"
+    }
+    assert p.shown()["run"]["status"] == "suspended"
+    assert p.lines("calls") == CREW_CALLS[:2]  # the stop got through CrewAI's retries
+    assert p.lines("sent") == []
+    if why == "approval":
+        (pending,) = json.loads(p.lil("approvals", "list", "--json"))
+        assert pending["name"] == "send_note" and pending["payload"] == {"text": "otters"}
+        p.lil("approvals", "approve", pending["id"])
+    else:
+        p.lil("runs", "budget", RUN["crew"], "--tokens", "100000")
+    assert p.result(*args) == uninterrupted["crew"]
+    assert p.lines("calls") == CREW_CALLS  # no model call was made twice
+    assert p.lines("sent") == ["otters"] and p.lines("lookups") == ["otters"]
+
+
 def test_flow_resumes_after_sigkill(pipelines: Any, uninterrupted: dict[str, Any]) -> None:
     p = pipelines("flow")
     p.killed("2")  # in summarize's model call: fetch finished, its state changed

@@ -1,13 +1,16 @@
 """A two-agent CrewAI crew, or a flow, on a scripted offline model, SIGKILLed on request.
 
-    python crew_pipeline.py crew|flow OUT [KILL_AT] [--kill-in-tool]
+    python crew_pipeline.py crew|flow OUT [KILL_AT] [--kill-in-tool] [--approval] [--tokens N]
 
 The model answers by position in its conversation (which task, how many answers it gave
 already), never by a counter of its own, so a resumed process gets the right next answer. Every
 model call is counted in ``OUT/calls`` (fsync'd); with KILL_AT the process SIGKILLs itself
 during the KILL_AT-th call ever made, before answering. ``--kill-in-tool`` kills it inside the
-side effect's ``atomic_marker`` block, after the effect. Side effects go to ``OUT/sent``, runs
-of the pure tool to ``OUT/lookups``; the result is printed as JSON on the last line.
+side effect's ``atomic_marker`` block, after the effect; with ``--approval`` the side effect
+first asks ``approval()`` without waiting, and ``--tokens N`` gives the run a token budget (a
+suspended run prints ``{"suspended": ...}``).
+Side effects go to ``OUT/sent``, runs of the pure tool to ``OUT/lookups``; the result is
+printed as JSON on the last line.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool
 from pydantic import BaseModel
 
-from letitloop import atomic_marker
+from letitloop import Budget, Suspended, approval, atomic_marker
 from letitloop.adapters.crewai import durable_crew
 from letitloop.kernel._cost import set_prices
 
 MODE, OUT = sys.argv[1], Path(sys.argv[2])
 KILL_AT = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 0
 KILL_IN_TOOL = "--kill-in-tool" in sys.argv
+ASK_FIRST = "--approval" in sys.argv  # send_note asks a person first (and does not wait)
+TOKENS = int(sys.argv[sys.argv.index("--tokens") + 1]) if "--tokens" in sys.argv else None
 
 SCRIPT = {  # ReAct text: CrewAI's format for a model without function calling
     "research": [
@@ -95,6 +100,8 @@ def lookup(topic: str) -> str:
 @tool("send_note")
 def send_note(text: str) -> str:
     """Send a note to the editor: a side effect that must happen once."""
+    if ASK_FIRST and not approval("send_note", {"text": text}, wait=False).approved:
+        return "the editor said no"
     with atomic_marker("send_note") as first:
         if first:
             _append("sent", text)
@@ -153,8 +160,13 @@ def main() -> None:
     set_prices({"scripted-1": (1.0, 2.0)})  # USD per 1M tokens: 140 micro-USD per call
     llm = Scripted(model="scripted-1")
     if MODE == "crew":
-        crew = durable_crew(make_crew(llm), run_id="otters")
-        out = crew.kickoff(inputs={"reader": "Ada"})
+        budget = Budget(tokens=TOKENS) if TOKENS is not None else None
+        crew = durable_crew(make_crew(llm), run_id="otters", budget=budget)
+        try:
+            out = crew.kickoff(inputs={"reader": "Ada"})
+        except Suspended as exc:
+            print(json.dumps({"suspended": type(exc).__name__}))
+            return
         result: dict[str, Any] = {
             "raw": out.raw,
             "tasks": [t.raw for t in out.tasks_output],
