@@ -1,8 +1,9 @@
 """The journaled boundary of an AutoGen team: model calls and tool calls as steps of one run.
 
 ``instrument(team)`` walks a team (nested teams, a SocietyOfMind agent's inner team) and, in
-place, wraps every model client (``create``/``create_stream``) and every workbench
-(``call_tool``/``call_tool_stream``). While a durable team runs (``RUN`` is set), a model call is
+place, wraps every model client (``create``/``create_stream``), every workbench
+(``call_tool``/``call_tool_stream``) and every UserProxyAgent's input (a person's answer is a
+step too). While a durable team runs (``RUN`` is set), a model call is
 a step keyed by its position in the run, never by the request's content, and a tool call is a
 step whose body is a child run of its own, so markers and steps inside a tool are numbered there
 and parallel tool calls cannot interleave their positions. Outside a durable run the wrappers
@@ -336,6 +337,32 @@ def _watch_tool(tool: Any) -> None:
     setattr(tool, _MARK, True)
 
 
+def _journal_input(agent: Any) -> None:
+    """A UserProxyAgent's ``_get_input`` as a step: a person is not asked again on replay."""
+    if getattr(agent, "__letitloop_input__", False):
+        return
+    inner = agent._get_input
+
+    async def get_input(prompt: str, cancellation_token: Any) -> str:
+        run = RUN.get()
+        if run is None:
+            return await inner(prompt, cancellation_token)  # type: ignore[no-any-return]
+        run.check()
+        from letitloop.kernel._runtime import async_step
+
+        try:
+            answer = await async_step(  # keyed by the prompt, not by the token object
+                f"input:{agent.name}", lambda p: inner(p, cancellation_token), prompt
+            )
+        except Exception as exc:
+            run.keep(exc)
+            raise
+        return str(answer)
+
+    agent._get_input = get_input
+    agent.__letitloop_input__ = True
+
+
 def _parts(obj: Any) -> list[Any]:
     """A team or agent and everything inside it that may call a model or a tool."""
     found = [obj]
@@ -355,6 +382,8 @@ def instrument(team_or_agent: Any) -> None:
             part._model_client = JournaledClient(client, str(getattr(part, "name", "team")))
         for workbench in getattr(part, "_workbench", None) or []:
             _journal_workbench(workbench)
+        if callable(getattr(part, "_get_input", None)) and hasattr(part, "input_func"):
+            _journal_input(part)
 
 
 def reset_clients(team_or_agent: Any) -> None:

@@ -18,8 +18,7 @@ from tests.adapters.conftest import ROOT, framework_python
 from tests.adapters.test_adapter_docs import framework_env
 
 SCRIPT = ROOT / "tests" / "adapters" / "frameworks" / "autogen_team.py"
-CALLS = {"team": 4, "stream": 4, "agent": 2}  # the model calls each shape's script makes
-RUN_ID = {"team": "essay", "stream": "essay", "agent": "mail"}
+CALLS = {"team": 4, "stream": 4, "agent": 2, "human": 2}  # model calls each shape makes
 
 
 @pytest.fixture
@@ -70,13 +69,14 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
     from tests.conftest import _kill_owner
 
     found = {}
-    for shape in ("team", "agent"):
+    for shape in ("team", "agent", "human"):
         out = tmp_path_factory.mktemp(f"baseline-{shape}")
         try:
             found[shape] = {
                 "result": finish(out, shape),
                 "calls": lines(out / "calls"),
                 "sent": lines(out / "sent"),
+                "asked": lines(out / "asked"),
             }
         finally:
             _kill_owner(out / "journal")
@@ -91,6 +91,8 @@ def test_uninterrupted_runs_call_each_model_once(baseline: dict[str, dict[str, A
     sources = [m[1] for m in team["result"]["messages"]]
     assert sources == ["user", "writer", "writer", "writer", "critic", "writer", "critic"]
     assert team["result"]["messages"][-1][2] == "APPROVE"
+    assert baseline["human"]["asked"] == ["critique 1", "APPROVE"]
+    assert baseline["human"]["result"]["messages"][-1] == ["TextMessage", "critic", "APPROVE"]
     assert baseline["agent"]["calls"] == ["mailer:0", "mailer:1"]
     assert baseline["agent"]["result"]["messages"][-1] == ["TextMessage", "mailer", "mailed ed"]
 
@@ -98,7 +100,7 @@ def test_uninterrupted_runs_call_each_model_once(baseline: dict[str, dict[str, A
 @pytest.mark.parametrize(
     ("shape", "kill"),
     [("team", "1"), ("team", "2"), ("team", "3"), ("team", "4"), ("agent", "1"), ("agent", "2")]
-    + [("stream", "3")],
+    + [("stream", "3"), ("human", "1"), ("human", "2")],
 )
 def test_killed_in_a_model_call_resumes_without_repeating_one(
     out: Path, shape: str, kill: str, baseline: dict[str, dict[str, Any]]
@@ -113,6 +115,7 @@ def test_killed_in_a_model_call_resumes_without_repeating_one(
     assert calls[: int(kill)] == baseline[shape]["calls"][: int(kill)]
     assert calls[int(kill) :] == baseline[shape]["calls"][int(kill) - 1 :]
     assert lines(out / "sent") == ["ed"]  # the side effect happened once
+    assert lines(out / "asked") == baseline[shape]["asked"]  # a person: each question once
     assert result == baseline[shape]["result"]  # same messages, same speakers, same order
     again = finish(out, shape)  # a completed run called again: its journaled result, no call
     assert again == result

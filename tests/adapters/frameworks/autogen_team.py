@@ -3,7 +3,8 @@
     python autogen_team.py OUT SHAPE KILL
 
 SHAPE: ``team`` (RoundRobinGroupChat of a writer with a tool and a critic), ``stream`` (the same
-through ``run_stream``) or ``agent`` (one AssistantAgent that reflects on its tool's result).
+through ``run_stream``), ``human`` (the critic is a UserProxyAgent: a person's answers, noted in
+OUT/asked) or ``agent`` (one AssistantAgent that reflects on its tool's result).
 KILL: ``N`` SIGKILLs this process inside the N-th model call of this process (``0``: never),
 ``in-tool`` inside the tool's ``atomic_marker`` block after its side effect, ``after-tool``
 right after that block; ``approve`` kills nothing, but the tool asks ``approval()`` first.
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.agents import AssistantAgent, UserProxyAgent
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
@@ -109,7 +110,18 @@ def build() -> Any:
     writer = AssistantAgent(
         "writer", model_client=client("writer", [tool_call(), "draft 2"]), tools=[send_email]
     )
-    critic = AssistantAgent("critic", model_client=client("critic", ["critique 1", "APPROVE"]))
+    critic: Any = AssistantAgent("critic", model_client=client("critic", ["critique 1", "APPROVE"]))
+    if SHAPE == "human":
+
+        def ask(prompt: str) -> str:
+            """The person answers each new question once (their answers outlive the process)."""
+            asked = OUT / "asked"
+            done = len(asked.read_text().splitlines()) if asked.exists() else 0
+            answer = ["critique 1", "APPROVE"][done]
+            note("asked", answer)
+            return answer
+
+        critic = UserProxyAgent("critic", input_func=ask)
     team = RoundRobinGroupChat(
         [writer, critic],
         termination_condition=TextMentionTermination("APPROVE") | MaxMessageTermination(12),
