@@ -85,7 +85,10 @@ def test_a_task_run_is_a_normal_run_for_lil_runs_and_the_tui(project: Project) -
             ]
         }
     )
-    assert project.lil("run", "--task", "greet").returncode == 0
+    done = project.lil("run", "--task", "greet")
+    assert done.returncode == 0, done.stderr
+    assert "task greet done by claude in 1 attempt(s)" in done.stdout
+    assert "lil run: claude: checks passed" in done.stderr
     shown = project.lil("runs", "show", "lil.task:greet")
     assert shown.returncode == 0 and "agent claude" in shown.stdout
     from letitloop.tui._model import Model

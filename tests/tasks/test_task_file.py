@@ -103,3 +103,19 @@ def test_markdown_rules(tmp_path: Path) -> None:
         "a.md:6: link to 'other.md#nope': no heading #nope",
     ]
     assert problems("a.md", before, bad, tmp_path, ("links",)) == found[-1:]
+
+
+def test_a_snapshot_sees_a_same_size_edit_made_right_after_the_last(tmp_path: Path) -> None:
+    from letitloop.tasks import _tree
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref\n")
+    first = _tree.snapshot(tmp_path)
+    (tmp_path / "a.py").write_text("x = 2\n")  # same size, within the same clock tick or so
+    second = _tree.snapshot(tmp_path)
+    assert list(first) == ["a.py"]  # .git is never the agent's work
+    assert _tree.changed(first, second) == ["a.py"]
+    assert "+x = 2" in _tree.diff(first, second, ["a.py"])
+    assert _tree.restore(tmp_path, first, ["a.py"]) == []
+    assert (tmp_path / "a.py").read_text() == "x = 1\n"
