@@ -4,7 +4,8 @@ Both backends have the same two views (DuckDB creates them on open, PostgreSQL i
 
     step_facts  one row per step attempt: run_id, workflow, name, kind, position, epoch,
                 attempt, status, started/ended (TIMESTAMP WITH TIME ZONE), duration_s,
-                cost_usd, tokens_in, tokens_out, model, cache ('hit'/'miss'), cached,
+                cost_usd, cost_micros (exact: sums of it add up the same in any order),
+                tokens_in, tokens_out, model, cache ('hit'/'miss'), cached,
                 saved_usd, replayed (a later try of the run reused its result), error_type
     run_facts   one row per run: run_id, workflow, run_key, epoch, status, tries, parent,
                 created/updated (TIMESTAMP WITH TIME ZONE), duration_s, attempts,
@@ -40,6 +41,7 @@ STEP_COLUMNS: tuple[tuple[str, str], ...] = (
     ("ended", "timestamptz"),
     ("duration_s", "double precision"),
     ("cost_usd", "double precision"),
+    ("cost_micros", "bigint"),
     ("tokens_in", "bigint"),
     ("tokens_out", "bigint"),
     ("model", "text"),
@@ -77,6 +79,7 @@ SELECT s.run_id, CAST(r.workflow AS text) AS workflow, s.name, s.kind, s.positio
   s.attempt, s.status, to_timestamp(s.started) AS started, to_timestamp(s.ended) AS ended,
   CAST(s.ended - s.started AS double precision) AS duration_s,
   CAST(s.cost_micros AS double precision) / 1000000 AS cost_usd,
+  CAST(s.cost_micros AS bigint) AS cost_micros,
   CAST(s.tokens_in AS bigint) AS tokens_in, CAST(s.tokens_out AS bigint) AS tokens_out,
   s.model, s.cache, coalesce(s.cache = 'hit', false) AS cached,
   CAST(coalesce(s.saved_micros, 0) AS double precision) / 1000000 AS saved_usd,
@@ -122,7 +125,8 @@ RECIPES: dict[str, Recipe] = {
             "cost_per_model_per_day",
             "Cost per model per day",
             "SELECT CAST(date_trunc('day', started) AS date) AS day, model, count(*) AS calls, "
-            "sum(cost_usd) AS cost_usd, sum(tokens_in) AS tokens_in, "
+            "CAST(sum(cost_micros) AS double precision) / 1000000 AS cost_usd, "
+            "sum(tokens_in) AS tokens_in, "
             "sum(tokens_out) AS tokens_out "
             "FROM step_facts WHERE model IS NOT NULL "
             "GROUP BY 1, 2 ORDER BY 1, 4 DESC, 2",
@@ -161,7 +165,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe(
             "cost_per_workflow_and_model",
             "Cost per workflow and model",
-            "SELECT workflow, model, count(*) AS calls, sum(cost_usd) AS cost_usd, "
+            "SELECT workflow, model, count(*) AS calls, "
+            "CAST(sum(cost_micros) AS double precision) / 1000000 AS cost_usd, "
             "sum(tokens_in) AS tokens_in, sum(tokens_out) AS tokens_out "
             "FROM step_facts WHERE cost_usd IS NOT NULL "
             "GROUP BY 1, 2 ORDER BY 4 DESC, 1, 2",
@@ -180,7 +185,7 @@ RECIPES: dict[str, Recipe] = {
             "Steps, failures and cost per day",
             "SELECT CAST(date_trunc('day', started) AS date) AS day, count(*) AS attempts, "
             "count(*) FILTER (WHERE status = 'failed') AS failed, "
-            "coalesce(sum(cost_usd), 0) AS cost_usd "
+            "CAST(coalesce(sum(cost_micros), 0) AS double precision) / 1000000 AS cost_usd "
             "FROM step_facts WHERE started IS NOT NULL GROUP BY 1 ORDER BY 1",
         ),
     )
@@ -297,7 +302,8 @@ TOTALS_SQL = (
     "(SELECT count(*) FROM run_facts WHERE status = 'failed'), "
     "(SELECT count(*) FROM step_facts), "
     "(SELECT count(*) FROM step_facts WHERE status = 'failed'), "
-    "(SELECT coalesce(sum(cost_usd), 0) FROM step_facts), "
+    "(SELECT CAST(coalesce(sum(cost_micros), 0) AS double precision) / 1000000 "
+    "FROM step_facts), "
     "(SELECT coalesce(sum(saved_usd), 0) FROM step_facts), "
     "(SELECT coalesce(sum(tokens_in), 0) + coalesce(sum(tokens_out), 0) FROM step_facts)"
 )

@@ -22,6 +22,7 @@ from textual.timer import Timer
 
 from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
+from letitloop.tui._analytics import AnalyticsScreen
 from letitloop.tui._approvals import ApprovalsScreen
 from letitloop.tui._detail import DetailScreen
 from letitloop.tui._effects import EffectsScreen
@@ -37,6 +38,7 @@ SCREENS = {
     "approvals": ("Approvals", "Pending approvals across runs"),
     "effects": ("Effects in doubt", "Side effects that started and never recorded their end"),
     "splices": ("Splices", "Code changes agents proposed"),
+    "analytics": ("Analytics", "Cost, latency and failures across every run"),
 }
 
 
@@ -50,6 +52,7 @@ class LilApp(App[None]):
         "approvals": ApprovalsScreen,
         "effects": EffectsScreen,
         "splices": SplicesScreen,
+        "analytics": AnalyticsScreen,
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunLookup}
@@ -58,6 +61,8 @@ class LilApp(App[None]):
         Binding("2", "switch_mode('approvals')", "Approvals"),
         Binding("3", "switch_mode('effects')", "Effects"),
         Binding("4", "switch_mode('splices')", "Splices"),
+        # not in the footer (the other screens' pictures stay as they are): ? and the palette
+        Binding("5", "switch_mode('analytics')", "Analytics", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
