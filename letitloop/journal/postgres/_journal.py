@@ -262,8 +262,8 @@ class PgJournal(RecordWrites):
             state.runs[run_id] = entry
             return state.begin(req, self.session)[0]
         new_token = None
-        try:
-            with conn.transaction():
+        try:  # pipelined: statements wait only where a result is read (3 round trips, not 8)
+            with conn.pipeline(), conn.transaction():
                 cur = conn.cursor()
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [run_id])
                 lease = self._load(cur, state, run_id, fence=False)
@@ -347,14 +347,16 @@ class PgJournal(RecordWrites):
             return
 
         def release(conn: Any) -> None:
-            cur = conn.cursor()
-            row = cur.execute(
-                "UPDATE runs SET holder = NULL, holder_pid = NULL, heartbeat = NULL, "
-                "rev = rev + 1 WHERE run_id = %s AND holder = %s AND lease_token = %s "
-                "RETURNING rev",
-                [run_id, self.session, token],
-            ).fetchone()
-            drop_lock(cur, run_id, token)
+            with conn.pipeline():  # one round trip
+                cur = conn.cursor()
+                cur.execute(
+                    "UPDATE runs SET holder = NULL, holder_pid = NULL, heartbeat = NULL, "
+                    "rev = rev + 1 WHERE run_id = %s AND holder = %s AND lease_token = %s "
+                    "RETURNING rev",
+                    [run_id, self.session, token],
+                )
+                drop_lock(conn.cursor(), run_id, token)
+                row = cur.fetchone()
             cached = self._cache.get(run_id)
             self._forget(run_id)
             if row is not None and cached is not None:  # kept: calling it again skips a load
