@@ -139,28 +139,42 @@ def run_agent(agent: Agent, prompt: str, cwd: Path, timeout: float) -> AgentRun:
             return AgentRun(shown, None, 0.0, "", "", f"not installed ({argv[0]} is not on PATH)")
         started = time.monotonic()
         try:
-            child = subprocess.Popen(
-                [exe, *argv[1:]],
-                cwd=cwd,
-                stdin=subprocess.PIPE if agent.stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # a timeout kills the agent and everything it started
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            code, out, err, timed_out = run_process(
+                [exe, *argv[1:]], cwd, prompt.encode() if agent.stdin else None, timeout
             )
         except OSError as exc:
             return AgentRun(shown, None, 0.0, "", "", f"{argv[0]} cannot start: {exc}")
-        try:
-            out, err = child.communicate(prompt.encode() if agent.stdin else None, timeout)
-            failure = None if child.returncode == 0 else f"exited {child.returncode}"
-        except subprocess.TimeoutExpired:
-            _kill_group(child)
-            out, err = child.communicate()
+        failure = None if code == 0 else f"exited {code}"
+        if timed_out:
             failure = f"timed out after {timeout:.3g} s"
         duration = time.monotonic() - started
     stdout, stderr = _tail(out), _tail(err)
     cost = _cost(stdout) if agent.cost_from == "claude-json" else None
-    return AgentRun(shown, child.returncode, duration, stdout, stderr, failure, cost)
+    return AgentRun(shown, code, duration, stdout, stderr, failure, cost)
+
+
+def run_process(
+    argv: list[str], cwd: Path, stdin: bytes | None, timeout: float
+) -> tuple[int, bytes, bytes, bool]:
+    """Run a command in its own session (a timeout kills it and everything it started) that
+    dies with this process; (exit code, stdout, stderr, timed out). Agents and check commands
+    both run this way."""
+    child = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+    )
+    try:
+        out, err = child.communicate(stdin, timeout)
+        return child.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        _kill_group(child)
+        out, err = child.communicate()
+        return child.returncode, out, err, True
 
 
 def _die_with_parent() -> None:

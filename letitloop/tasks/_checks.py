@@ -9,7 +9,6 @@ signature is compared with the original, not with an earlier attempt's edit).
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -94,26 +93,22 @@ def _python(
 def _command(
     check: Check, task: TaskSpec, root: Path, o: Snapshot, now: Snapshot, ch: list[str]
 ) -> list[str]:
+    from letitloop.tasks._agents import run_process
+
     try:
-        done = subprocess.run(
-            list(check.run),
-            cwd=root,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=check.timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        code, out, err, timed_out = run_process(list(check.run), root, None, check.timeout)
     except FileNotFoundError:
         return [f"{check.run[0]} is not installed (not on PATH)"]
-    except subprocess.TimeoutExpired:
+    except OSError as exc:
+        return [f"{check.run[0]} cannot start: {exc}"]
+    if timed_out:
         return [f"ran past its timeout of {check.timeout:g} s"]
-    if done.returncode == 0:
+    if code == 0:
         return []
-    output = (done.stdout + done.stderr).strip()
+    output = (out + err).decode("utf-8", "replace").strip()
     if len(output) > _OUTPUT_TAIL:
         output = "…" + output[-_OUTPUT_TAIL:]
-    return [f"exited {done.returncode}" + (f", output:\n{output}" if output else "")]
+    return [f"exited {code}" + (f", output:\n{output}" if output else "")]
 
 
 def _regex(
