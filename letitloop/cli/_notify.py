@@ -83,7 +83,9 @@ def retry_cmd(key: str) -> None:
 @json_option
 @journal_option
 def limits_cmd(as_json: bool) -> None:
-    """Show every shared rate limit in use: requests and tokens left, and any Retry-After block.
+    """Show the shared rate limits in use and what is left of each.
+
+    Each limit's requests and tokens left now, and any Retry-After block a 429 set.
 
     \b
     Example:

@@ -393,7 +393,7 @@ def test_journal_sql(journal_path: Path) -> None:
 def test_doctor_passes_on_a_tmp_journal(journal_path: Path) -> None:
     text = ok(lil_run(journal_path, "journal", "doctor"))
     checks = [line for line in text.splitlines() if line[:1] in "✓✗"]
-    assert len(checks) == 8 and all(line.startswith("✓") for line in checks)
+    assert len(checks) == 9 and all(line.startswith("✓") for line in checks)
     assert "chosen by the --journal option" in text and "all checks passed" in text
     data = as_json(lil_run(journal_path, "journal", "doctor", "--json"))
     assert data["ok"] is True
@@ -404,6 +404,7 @@ def test_doctor_passes_on_a_tmp_journal(journal_path: Path) -> None:
         "owner answers",
         "protocol version",
         "quarantine",
+        "notifications",
         "log segments",
         "key directory",
     ]
