@@ -103,3 +103,13 @@ def test_a_receipt_signs_the_final_check_run(project: Project) -> None:
     assert result.ok, result.render()
     forged = verify(receipt, key=other, cwd=project.root)
     assert not forged.ok
+
+
+def test_supervised_review_waits_too(project: Project) -> None:
+    project.write("tasks/calc.toml", TASK)
+    project.write("check_calc.py", CHECK)
+    project.write("src/calc.py", OLD)
+    project.plan({"claude": [{"do": "write", "files": {"src/calc.py": NEW}}]})
+    first = project.lil("run", "--task", "calc", "--review", "--supervise", "--json")
+    assert first.returncode == 3, first.stderr  # Suspended crosses the supervisor as is
+    assert json.loads(first.stdout)["status"] == "waiting"
