@@ -85,6 +85,7 @@ class DurableTeam:
         run_id: str,
         journal: Any = None,
         name: str | None = None,
+        **options: Any,
     ) -> None:
         if not run_id or not isinstance(run_id, str):
             raise ConfigError(
@@ -107,7 +108,13 @@ class DurableTeam:
         instrument(team_or_agent)
         from letitloop.kernel._runtime import durable_async
 
-        options: dict[str, Any] = {"name": self.workflow, "run_id": run_id}
+        for fixed in ("name", "run_id", "goal_id", "reopen", "ignore_args"):
+            if fixed in options:
+                raise ConfigError(
+                    f"durable_team() sets {fixed}= itself",
+                    fix="name the run with run_id= and the workflow with name=",
+                )
+        options |= {"name": self.workflow, "run_id": run_id}
         if journal is not None:
             options["journal"] = journal
 
@@ -115,7 +122,22 @@ class DurableTeam:
             return await self._conversation(task, output_task_messages)
 
         conversation.__qualname__ = f"autogen_{self.name}"
-        self._run = durable_async(**options)(conversation)
+        self._durable = durable_async(**options)(conversation)
+        # inside another durable run without a journal of its own, the team's run is a child
+        # run in the parent's journal (not in the one found from the current directory)
+        self._child = None if journal is not None else (options, conversation)
+
+    def _run(self, task: Any, output_task_messages: bool) -> Any:
+        from letitloop.kernel._context import current_run
+
+        parent = current_run.get()
+        if parent is None or self._child is None:
+            return self._durable(task, output_task_messages)
+        from letitloop.kernel._runtime import durable_async
+
+        options, conversation = self._child
+        durable = durable_async(**options, journal=parent.journal)(conversation)
+        return durable(task, output_task_messages)
 
     async def _rewind(self) -> None:
         """Back to the initial state, so replaying the journal rebuilds the conversation."""
@@ -232,15 +254,21 @@ class DurableTeam:
 
 
 def durable_team(
-    team_or_agent: Any, *, run_id: str, journal: Any = None, name: str | None = None
+    team_or_agent: Any,
+    *,
+    run_id: str,
+    journal: Any = None,
+    name: str | None = None,
+    **options: Any,
 ) -> DurableTeam:
     """Wrap an AgentChat team or agent so ``await team.run(task=...)`` resumes after a crash.
 
     ``run_id`` names the conversation (the same id resumes it); ``journal`` is a path or
     journal object (default: found as usual); ``name`` names the workflow ``autogen:NAME``
-    (default: the team's or agent's name).
+    (default: the team's or agent's name). The other keywords are ``@durable``'s (``budget=``,
+    ``retry=``, ``timeout=``, ``lock_timeout=``, ``on_change=``...), applied to the run.
     """
-    return DurableTeam(team_or_agent, run_id=run_id, journal=journal, name=name)
+    return DurableTeam(team_or_agent, run_id=run_id, journal=journal, name=name, **options)
 
 
 class AutoGenStateSerializer:

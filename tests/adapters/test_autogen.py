@@ -268,3 +268,50 @@ def test_a_selector_team_suspended_and_approved_in_the_same_process(out: Path) -
     shown = lil_json(out, "runs", "show", "sel")
     names = [a["name"] for a in shown["attempts"] if a["status"] == "completed"]
     assert names[:3] == ["model:SelectorGroupChat", "model:writer", "tool:send"]
+
+
+def test_a_budget_suspends_the_team_before_the_model_call_that_would_pass_it(
+    out: Path, baseline: dict[str, dict[str, Any]]
+) -> None:
+    proc = run(out, "team", "budget")  # 30 tokens: the third model call would pass them
+    assert proc.returncode == 1 and "BudgetExceeded" in proc.stderr, proc.stderr[-3000:]
+    assert lines(out / "calls") == baseline["team"]["calls"][:2]
+    shown = lil_json(out, "runs", "show", "essay")
+    assert shown["run"]["status"] == "suspended" and shown["run"]["tokens"] == 43
+    res = CliRunner().invoke(
+        lil, ["runs", "budget", "essay", "--tokens", "1000", "--journal", str(out / "journal")]
+    )
+    assert res.exit_code == 0, res.output
+    assert finish(out, "team", "budget") == baseline["team"]["result"]
+    assert lines(out / "calls") == baseline["team"]["calls"]
+    assert lines(out / "sent") == ["ed"]
+
+
+def test_lil_runs_resume_continues_a_team_run_inside_a_durable_workflow(out: Path) -> None:
+    """A team run in a ``@durable_async`` workflow is its child run, in the workflow's journal;
+    ``lil runs resume`` (in the framework's environment) imports the script and continues it."""
+    env = {**framework_env(out / "home"), "AG_OUT": str(out), "AG_KILL": "3"}
+    script = SCRIPT.parent / "autogen_flow.py"
+    python = framework_python("autogen")
+    proc = subprocess.run(
+        [str(python), str(script)], capture_output=True, text=True, env=env, timeout=180, cwd=out
+    )
+    assert proc.returncode == -9, proc.stderr[-3000:]
+    statuses = {r["run_id"]: r["status"] for r in lil_json(out, "runs", "list")}
+    assert statuses == {
+        "essay-flow:flow": "interrupted",
+        "autogen:RoundRobinGroupChat:essay": "interrupted",
+    }
+    env["AG_KILL"] = "0"
+    proc = subprocess.run(
+        [str(python.parent / "lil"), "--journal", str(out / "journal"), "runs", "resume", "flow"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        cwd=out,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "essay-flow:flow completed" in proc.stdout
+    assert "writer:draft 2" in proc.stdout and "critic:APPROVE" in proc.stdout
+    assert len(lines(out / "calls")) == 4 + 1  # two replayed, the killed one again, one more

@@ -7,7 +7,8 @@ through ``run_stream``), ``human`` (the critic is a UserProxyAgent: a person's a
 OUT/asked) or ``agent`` (one AssistantAgent that reflects on its tool's result).
 KILL: ``N`` SIGKILLs this process inside the N-th model call of this process (``0``: never),
 ``in-tool`` inside the tool's ``atomic_marker`` block after its side effect, ``after-tool``
-right after that block; ``approve`` kills nothing, but the tool asks ``approval()`` first.
+right after that block; ``approve`` kills nothing, but the tool asks ``approval()`` first;
+``budget`` kills nothing, but the run may spend 30 tokens.
 Every model call that reaches the model is a line in OUT/calls and every side effect a line in
 OUT/sent, both fsync'd; the result is printed as JSON.
 """
@@ -30,7 +31,7 @@ from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from letitloop import approval, atomic_marker
+from letitloop import Budget, approval, atomic_marker
 from letitloop.adapters.autogen import AutoGenStateSerializer, durable_team
 
 OUT = Path(sys.argv[1])
@@ -126,7 +127,8 @@ def build() -> Any:
         [writer, critic],
         termination_condition=TextMentionTermination("APPROVE") | MaxMessageTermination(12),
     )
-    return durable_team(team, run_id="essay", journal=str(OUT / "journal"))
+    budget = Budget(tokens=30) if KILL == "budget" else None
+    return durable_team(team, run_id="essay", journal=str(OUT / "journal"), budget=budget)
 
 
 async def main() -> None:
