@@ -33,15 +33,15 @@ RETRY_LOCK = 3.0  # seconds between tries of a client that does not deliver
 PERIOD = 0.5  # seconds between delivery rounds
 
 MIGRATION = """
-CREATE TABLE lil_buckets(
+CREATE TABLE IF NOT EXISTS lil_buckets(
   name text PRIMARY KEY, rpm int, tpm int, req float8 NOT NULL, tok float8 NOT NULL,
   at float8 NOT NULL, blocked float8 NOT NULL DEFAULT 0);
-CREATE TABLE outbox(
+CREATE TABLE IF NOT EXISTS outbox(
   key text PRIMARY KEY, seq bigint NOT NULL, event text NOT NULL, run_id text NOT NULL,
   created float8 NOT NULL, state text NOT NULL, tries int NOT NULL, next_at float8,
   last_error text, delivered_at float8, body text NOT NULL);
-CREATE INDEX outbox_due ON outbox(state, next_at);
-CREATE TABLE outbox_cursor(id int PRIMARY KEY, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox(state, next_at);
+CREATE TABLE IF NOT EXISTS outbox_cursor(id int PRIMARY KEY, seq bigint NOT NULL);
 """
 
 _NOW = "extract(epoch FROM clock_timestamp())::float8"
