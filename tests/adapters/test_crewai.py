@@ -200,6 +200,36 @@ def test_flow_resumes_after_sigkill(pipelines: Any, uninterrupted: dict[str, Any
     assert shown["run"]["tokens"] == 2 * 120
 
 
+def test_lil_runs_resume_continues_a_crew_inside_a_workflow(
+    pipelines: Any, uninterrupted: dict[str, Any]
+) -> None:
+    p = pipelines("crew")
+    env = {**framework_env(p.root / "home"), "LIL_JOURNAL": str(p.journal), "CREW_OUT": str(p.out)}
+    script = SCRIPT.parent / "crew_nightly.py"
+    python = framework_python("crewai")
+    killed = subprocess.run(
+        [str(python), str(script)],
+        env={**env, "CREW_KILL_AT": "3"},
+        capture_output=True,
+        timeout=240,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    lil = python.parent / "lil"  # resume imports the workflow: CrewAI's environment
+    resumed = subprocess.run(
+        [str(lil), "runs", "resume", "crew_nightly.nightly:nightly"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=p.root,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert uninterrupted["crew"]["raw"] in resumed.stdout
+    assert p.lines("calls") == CREW_CALLS[:3] + CREW_CALLS[2:]
+    assert p.lines("sent") == ["otters"]
+    assert p.shown()["run"]["parent"] == "crew_nightly.nightly:nightly"
+
+
 def test_importing_the_adapters_does_not_import_crewai(tmp_path: Path) -> None:
     assert not any(m.split(".")[0] == "crewai" for m in modules_after("import letitloop.adapters"))
     code = (
