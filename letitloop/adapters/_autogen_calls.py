@@ -2,12 +2,12 @@
 
 ``instrument(team)`` walks a team (nested teams, a SocietyOfMind agent's inner team) and, in
 place, wraps every model client (``create``/``create_stream``), every workbench
-(``call_tool``/``call_tool_stream``) and every UserProxyAgent's input (a person's answer is a
-step too). While a durable team runs (``RUN`` is set), a model call is
-a step keyed by its position in the run, never by the request's content, and a tool call is a
-step whose body is a child run of its own, so markers and steps inside a tool are numbered there
-and parallel tool calls cannot interleave their positions. Outside a durable run the wrappers
-just delegate: an instrumented agent still works on its own.
+(``call_tool``/``call_tool_stream``) and every UserProxyAgent's input. While a durable team runs
+(``RUN`` is set), a model call is a step keyed by its position in the run, never by the
+request's content; a person's answer is a step too; and a tool call is a step whose body is a
+child run of its own, so markers and steps inside a tool are numbered there and parallel tool
+calls cannot interleave their positions. Outside a durable run the wrappers just delegate: an
+instrumented agent still works on its own.
 
 AutoGen swallows errors in two places: a tool's exception becomes an error result the model
 reads, and an agent's exception reaches ``team.run`` as a bare ``RuntimeError``. A letitloop
