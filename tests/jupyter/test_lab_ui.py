@@ -5,11 +5,6 @@ for every test of this module. Screenshots go to docs/img/lab-*.png."""
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import shutil
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -22,136 +17,45 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.jupyter.conftest import start_workflow
+from tests.lab_server import CHROME_ARGS, CHROMIUM, jupyter_lab
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-BUILT = ROOT / "letitloop" / "jupyter" / "labextension"
 IMG = ROOT / "docs" / "img"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROME_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
 TEE = HERE / "lsp_tee.py"  # copies the LSP traffic to lsp.log beside lab.log
 
 
 def _lsp_config(log: Path) -> dict[str, Any]:
-    """jupyter-lsp's config: ``lil lsp`` as docs/editors.md registers it, through the tee."""
-    argv = [sys.executable, str(TEE), str(log), str(Path(sys.executable).with_name("lil")), "lsp"]
-    config: dict[str, Any] = json.loads(json.dumps(LSP))
-    config["LanguageServerManager"]["language_servers"]["letitloop"]["argv"] = argv
-    return config
-
-
-LSP = {
-    "LanguageServerManager": {
-        "language_servers": {
-            "letitloop": {
-                "version": 2,
-                "argv": [str(Path(sys.executable).with_name("lil")), "lsp"],
-                "languages": ["python"],
-                "mime_types": ["text/x-python", "text/x-ipython"],
-                "display_name": "letitloop",
-            }
-        },
-        "autodetect": False,
+    """jupyter-lsp's config: ``lil lsp`` as docs/editors.md registers it, run through the tee."""
+    lil = str(Path(sys.executable).with_name("lil"))
+    server = {
+        "version": 2,
+        "argv": [sys.executable, str(TEE), str(log), lil, "lsp"],
+        "languages": ["python"],
+        "mime_types": ["text/x-python", "text/x-ipython"],
+        "display_name": "letitloop",
     }
-}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return {
+        "LanguageServerManager": {"language_servers": {"letitloop": server}, "autodetect": False}
+    }
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One JupyterLab for the module, on its own journal, with letitloop's two extensions."""
+    """One JupyterLab for the module, on its own journal, with letitloop's two extensions and
+    ``lil lsp`` registered with jupyter-lsp (its traffic copied to ``lsp.log``)."""
     from tests.conftest import _kill_owner
 
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: make test installs it"
     base = tmp_path_factory.mktemp("lab")
     root, journal = base / "root", base / "journal" / "journal.duckdb"
     root.mkdir()
-    data = base / "data" / "labextensions"
-    data.mkdir(parents=True)
-    (data / "letitloop").symlink_to(BUILT)  # what the wheel installs into share/jupyter
-    settings = base / "cfg" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
     lsp_log = base / "lsp.log"
-    (base / "cfg" / "jupyter_server_config.json").write_text(json.dumps(_lsp_config(lsp_log)))
-    startup = base / "ipython" / "profile_default"
-    startup.mkdir(parents=True)
-    (startup / "ipython_kernel_config.py").write_text("c.IPKernelApp.extensions = ['letitloop']\n")
-    token, port = secrets.token_hex(16), _free_port()
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(base / "cfg"),
-        JUPYTER_PATH=str(base / "data"),
-        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
-        IPYTHONDIR=str(base / "ipython"),
-        PYTHONPATH=str(ROOT),
-        LIL_JOURNAL=str(journal),
-    )
-    log = open(base / "lab.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            '--ServerApp.jpserver_extensions={"letitloop.jupyter": True}',
-            "--LabApp.news_url=None",
-            "--allow-root",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=root,
-    )
-    url = f"http://127.0.0.1:{port}"
+    config = _lsp_config(lsp_log)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (
-                    base / "lab.log"
-                ).read_text()
-                time.sleep(0.25)
-        yield {
-            "url": url,
-            "token": token,
-            "root": root,
-            "journal": journal,
-            "log": base / "lab.log",
-            "lsp_log": lsp_log,
-        }
+        with jupyter_lab(root, journal, state=base, extensions=True, server_config=config) as lab:
+            yield {**lab, "url": lab["base"], "journal": journal, "lsp_log": lsp_log}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
         _kill_owner(journal)
 
 
@@ -374,8 +278,8 @@ def _lsp_traffic(lab: dict[str, Any], tail: int = 4000) -> str:
 DURABLE_CELL = (
     "%%durable clock\n"
     "import time\n"
-    "rows = step('load', lambda: [1, 2, 3])\n"
     "stamp = time.time()\n"
+    "rows = step('load', lambda: [1, 2, 3])\n"
     "sum(rows)"
 )
 
@@ -386,8 +290,8 @@ def test_lil_lsp_marks_and_hovers_a_durable_cell_in_the_lab(page: Any, lab: dict
     message in the cell, and Ctrl+hover on the step shows the journal's record of the run."""
     cells = [new_code_cell("x = 1"), new_code_cell(DURABLE_CELL)]
     nbformat.write(new_notebook(cells=cells, metadata=KERNEL), lab["root"] / "clock.ipynb")
-    page.goto(f"{lab['url']}/lab/tree/clock.ipynb?token={lab['token']}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.goto(f"{lab['url']}/lab/tree/clock.ipynb?reset&token={lab['token']}")  # no old tabs
+    page.wait_for_selector(".jp-NotebookPanel:visible .jp-Cell", timeout=90_000)
     _wait_idle(lab, "clock.ipynb")
     _run_cell(page, ".lil-cell-badge.lil-badge-completed", index=1)  # a run in the journal
     cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1)
@@ -410,8 +314,10 @@ def test_lil_lsp_marks_and_hovers_a_durable_cell_in_the_lab(page: Any, lab: dict
     assert "time.time() gives a different value on replay: journal it in a step" in text, text
     assert "letitloop" in text
     # Ctrl+hover (jupyterlab-lsp's default) on the step: its attempts in the journal
-    hover = page.locator(".lsp-hover").first
+    hover = page.locator(".lsp-hover:visible", has_text="workflow cell.clock").first  # rendered
     target = cell.locator(".cm-line span", has_text="'load'").first
+    page.mouse.move(700, 700)  # away: the lint tooltip covers the step's line
+    tooltip.wait_for(state="hidden", timeout=15_000)
     page.keyboard.down("Control")  # held, so every mouse move asks for the hover
     try:
         for attempt in range(20):

@@ -1,14 +1,10 @@
-"""A real JupyterLab server and headless Debian Chromium (Playwright) for the browser tests."""
+"""The notebook's browser tests: their JupyterLab (``tests/lab_server.py``'s) and page helpers."""
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,89 +12,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests import lab_server
+from tests.lab_server import CHROME_ARGS, CHROMIUM
+
+__all__ = ["CHROME_ARGS", "CHROMIUM", "api", "cells", "jupyter_lab", "open_notebook", "run_cell"]
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROME_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
 def jupyter_lab(root: Path, journal: Path, **extra_env: str) -> Iterator[dict[str, Any]]:
-    """JupyterLab serving ``root`` (kernels load letitloop and use ``journal``), stopped after."""
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: make test installs it"
-    settings = root / ".cfg" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    startup = root / ".ipython" / "profile_default"
-    startup.mkdir(parents=True)  # the kernel loads the extension, as a user's config would
-    (startup / "ipython_kernel_config.py").write_text("c.IPKernelApp.extensions = ['letitloop']\n")
-    token, port = secrets.token_hex(16), _free_port()
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(root / ".cfg"),
-        JUPYTER_RUNTIME_DIR=str(root / ".runtime"),
-        JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"),
-        IPYTHONDIR=str(root / ".ipython"),
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]),
-        LIL_JOURNAL=str(journal),
-        **extra_env,
-    )
-    log = open(root / "lab.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--ServerApp.open_browser=False",
-            "--LabApp.news_url=None",
-            "--allow-root",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (
-                    root / "lab.log"
-                ).read_text()
-                time.sleep(0.25)
-        yield {"base": base, "token": token, "root": root}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    """JupyterLab serving ``root`` (kernels load letitloop, use ``journal`` and can import this
+    directory's ``nb_helpers``), stopped after: ``tests/lab_server.py``'s, state in ``root``."""
+    with lab_server.jupyter_lab(root, journal, pythonpath=[HERE], env=extra_env) as lab:
+        yield lab
 
 
 def api(lab: dict[str, Any], path: str, method: str = "GET", body: Any = None) -> Any:
