@@ -39,6 +39,8 @@ SIGNATURE = "X-Lil-Signature"  # "sha256=" + hex HMAC-SHA256(secret, body)
 KEY_HEADER = "X-Lil-Idempotency-Key"
 SCAN = 500  # events read per scan
 KINDS = ("step", "err", "fail", "suspend")  # the only event kinds that can notify
+KEEP_DAYS = 30  # delivered notifications kept for `lil notify list`
+MAX_ROWS = 100_000  # delivered notifications kept at most
 
 OUTBOX_DDL = (
     "CREATE TABLE IF NOT EXISTS outbox(key VARCHAR PRIMARY KEY, seq BIGINT NOT NULL, "
@@ -252,9 +254,12 @@ class Outbox:
         sql: Callable[[str, list[Any]], list[tuple[Any, ...]]],
         atomic: Callable[[Callable[[], Any]], Any],
         events_after: Callable[[int, int], list[EventInfo]],
+        head: Callable[[], int] | None = None,
     ) -> None:
         self.cfg, self.journal_id = cfg, journal_id
         self.sql, self.atomic, self.events_after = sql, atomic, events_after
+        self.head = head or self._head
+        self.rounds = 0
 
     def setup(self) -> None:
         for ddl in OUTBOX_DDL:
@@ -267,7 +272,7 @@ class Outbox:
             rows = self.sql("SELECT seq FROM outbox_cursor WHERE id = 1", [])
             cursor = int(rows[0][0]) if rows else -1
             if cursor < 0:  # a first scan starts at the journal's end: no notices for the past
-                self.sql("INSERT INTO outbox_cursor VALUES (1, ?)", [self._head()])
+                self.sql("INSERT INTO outbox_cursor VALUES (1, ?)", [self.head()])
                 return 0
             events = self.events_after(cursor, SCAN)
             made = 0
@@ -331,7 +336,32 @@ class Outbox:
     def pump(self) -> int:
         """One round: scan, then deliver what is due; returns how many were delivered."""
         self.scan()
-        return sum(self.deliver(n) for n in self.due())
+        delivered = sum(self.deliver(n) for n in self.due())
+        self.rounds += 1
+        if self.rounds % 1000 == 1:
+            self.prune()
+        return delivered
+
+    def prune(self) -> None:
+        """Keep the outbox bounded: delivered rows go after ``KEEP_DAYS``, and beyond
+        ``MAX_ROWS`` the oldest delivered ones first (pending and failed rows stay: they are
+        what people must still learn about, and their count is bounded by the events)."""
+        self.sql(
+            "DELETE FROM outbox WHERE state = 'delivered' AND delivered_at < ?",
+            [time.time() - KEEP_DAYS * 86400],
+        )
+        rows = self.sql("SELECT count(*) FROM outbox WHERE state = 'delivered'", [])
+        extra = int(rows[0][0]) - MAX_ROWS if rows else 0
+        if extra > 0:
+            self.sql(
+                "DELETE FROM outbox WHERE key IN (SELECT key FROM outbox WHERE state = "
+                "'delivered' ORDER BY seq LIMIT ?)",
+                [extra],
+            )
+
+    def pending(self) -> bool:
+        """Whether a notification still waits for a (re)try."""
+        return self.next_due() is not None
 
 
 def list_notices(

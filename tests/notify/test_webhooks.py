@@ -196,3 +196,25 @@ def test_a_receiver_that_is_down_is_retried_then_reported(journal_path: Path) ->
         assert [n["state"] for n in states] == ["delivered"]
     finally:
         receiver.close()
+
+
+def test_the_owner_stays_up_for_retries_then_goes_idle(journal_path: Path) -> None:
+    _settings(journal_path, backoff=1.0, max_backoff=2.0, max_tries=3)
+    receiver = Receiver(status=503)
+    try:
+        env = _env(journal_path, receiver.url) | {"LIL_OWNER_IDLE": "1"}
+        _flows(env, "fail")  # the client leaves at once; the tries take about 3 s
+        pid = _owner_pid(journal_path)
+        assert _wait(lambda: len(receiver.deliveries()) >= 3, 20)  # every try was made
+        assert len(receiver.deliveries()) == 3
+
+        def gone() -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        assert _wait(gone, 20)  # reported as failed, the owner went idle
+    finally:
+        receiver.close()

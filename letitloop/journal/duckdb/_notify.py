@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from letitloop.journal.duckdb._store import Store
 
 PERIOD = 0.5  # seconds between scans when nothing wakes the notifier
+KICKED = 3.0  # seconds the owner stays up after an event that may notify, to scan it
 
 
 class Notifier:
@@ -43,8 +45,10 @@ class Notifier:
         self.asks = queue.SimpleQueue()
         for ddl in _outbox_ddl():
             self.cur.execute(ddl)
+        self.pending = False  # a notification waits for a retry: the owner stays up for it
+        self.kicked = 0.0
         self.outbox = (
-            Outbox(cfg, store.journal_id, self._sql, self._atomic, self._events)
+            Outbox(cfg, store.journal_id, self._sql, self._atomic, self._events, self._head)
             if cfg is not None
             else None
         )
@@ -82,8 +86,21 @@ class Notifier:
             for r in rows
         ]
 
+    def _head(self) -> int:
+        rows = self._sql("SELECT coalesce(max(seq), 0) FROM events", [])
+        return int(rows[0][0]) if rows else 0
+
     def kick(self) -> None:
+        """An event that may notify was journaled: scan soon (it is folded within ms)."""
+        self.kicked = time.monotonic()
         self.wake.set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether the owner must stay up: a notification waits for a (re)try, or an event
+        that may notify was journaled too recently to be scanned yet."""
+        recent = time.monotonic() - self.kicked < KICKED
+        return self.outbox is not None and (self.pending or recent)
 
     def ask(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """Run ``fn`` on the notifier's thread (it owns the cursor) and pass its result on."""
@@ -112,6 +129,7 @@ class Notifier:
                 continue
             try:
                 self.outbox.pump()
+                self.pending = self.outbox.pending()
             except Exception:  # DuckDB busy or a receiver's odd answer: the next round retries
                 pass
 

@@ -54,8 +54,10 @@ from letitloop.kernel._errors import DiskFullError, JournalError, LetItLoopError
 if TYPE_CHECKING:
     from letitloop.journal.duckdb._store import Store
 
-# how long acknowledged records may wait for the database thread (every read folds first)
-FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 0.02)
+# how long acknowledged records may wait for the database thread (every read folds first):
+# a fold costs a few statements whatever its size, so records are folded in batches
+FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 0.2)
+FOLD_BATCH = 2000  # this many waiting records are folded at once
 # runs kept in memory; older idle ones are reloaded from DuckDB when touched again
 MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
 HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
@@ -161,8 +163,10 @@ class Owner:
         self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         # acknowledged records waiting for the database thread; appending wakes nobody, the
-        # thread folds every FOLD_DELAY and before every read (read-your-writes)
+        # thread folds when the oldest has waited FOLD_DELAY, when FOLD_BATCH wait, and before
+        # every read (read-your-writes)
         self.to_fold: deque[tuple[int, Record]] = deque()
+        self.unfolded_since = 0.0  # when to_fold last went from empty to not
         self.inbox: deque[tuple[Any, ...]] = deque()
         self.loading: dict[str, list[tuple[Conn, dict[str, Any]]]] = {}
         self.waiters: dict[str, list[tuple[float, Conn, dict[str, Any]]]] = {}
@@ -371,7 +375,10 @@ class Owner:
         if self.conns:
             self.last_active = time.monotonic()
         elif time.monotonic() - self.last_active > self.idle and not self.loading:
-            self.stopping = True
+            if self.notifier.busy:  # a notification's retries keep it up another idle period
+                self.last_active = time.monotonic()
+            else:
+                self.stopping = True
 
     def _timeout(self) -> float:
         deadlines = [d for ws in self.waiters.values() for d, _, _ in ws]
@@ -687,6 +694,8 @@ class Owner:
             entry = self.state.runs.get(rec["run"])
             if entry is not None:
                 entry.last_lsn = lsn
+        if not self.to_fold:
+            self.unfolded_since = time.monotonic()
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
         if any(rec["k"] in _NOTIFYING for rec in records):
             self.notifier.kick()
@@ -720,13 +729,17 @@ class Owner:
     def _db_thread(self) -> None:
         try:
             while True:
+                wait = 1.0
+                if self.to_fold:
+                    wait = max(0.0, self.unfolded_since + FOLD_DELAY - time.monotonic())
+                    if len(self.to_fold) >= FOLD_BATCH:
+                        wait = 0.0
                 try:
-                    job: tuple[Any, ...] | None = self.jobs.get(
-                        timeout=FOLD_DELAY if self.to_fold else 1.0
-                    )
+                    job: tuple[Any, ...] | None = self.jobs.get(timeout=wait)
                 except queue.Empty:
                     job = None
-                self._fold()
+                if job is not None or self._fold_due():
+                    self._fold()
                 if job is None:
                     continue
                 if job[0] == "exit":
@@ -747,6 +760,13 @@ class Owner:
             traceback.print_exc()
             sys.stderr.flush()
             os._exit(70)
+
+    def _fold_due(self) -> bool:
+        """Whether waiting records should be folded without a read asking for them."""
+        if not self.to_fold:
+            return False
+        waited = time.monotonic() - self.unfolded_since
+        return waited >= FOLD_DELAY or len(self.to_fold) >= FOLD_BATCH
 
     def _fold(self) -> None:
         items = []

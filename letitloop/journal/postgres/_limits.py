@@ -204,7 +204,10 @@ class Delivery:
         def events_after(after: int, limit: int) -> list[EventInfo]:
             return _reads.events(cur, after, None, limit)
 
-        outbox = Outbox(self.cfg, self.journal.journal_id, sql, atomic, events_after)
+        def head() -> int:
+            return _reads.head(cur)
+
+        outbox = Outbox(self.cfg, self.journal.journal_id, sql, atomic, events_after, head)
         while not self.stop.is_set():
             outbox.pump()
             self.stop.wait(PERIOD)
