@@ -145,7 +145,7 @@ def classify(kind: str, data: dict[str, Any]) -> str | None:
             return None  # said by the dead letter itself; a cancel is a person's own act
         return "run_failed"
     if kind == "suspend":
-        return "budget_stop" if "budget" in str(data.get("reason", "")) else None
+        return "budget_stop" if "would pass the budget" in str(data.get("reason", "")) else None
     return None
 
 
