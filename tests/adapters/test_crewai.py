@@ -303,3 +303,31 @@ print("ok")
         cwd=SCRIPT.parent,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_a_failed_step_runs_again_once_its_nested_marker_is_resolved() -> None:
+    """The kernel rule the adapter's nesting relies on (tasks hold model and tool steps, tools
+    hold markers): only a record after a failed step's nested steps means the run went past
+    it, so once the marker in doubt inside it is resolved, the step runs again."""
+    from letitloop import MemoryJournal, atomic_marker, durable, step
+
+    effects: list[str] = []
+    fail = [True]
+
+    def tool() -> str:
+        with atomic_marker("send", reconcile=lambda marker: "done") as first:
+            if first:
+                effects.append("sent")
+                if fail:
+                    fail.pop()
+                    raise ConnectionError("the connection dropped after sending")
+        return "sent"
+
+    @durable(journal=MemoryJournal(), run_id="nested")
+    def task() -> str:
+        return step("tool:send", tool)
+
+    with pytest.raises(ConnectionError):
+        task()
+    assert task() == "sent"  # not the journaled ConnectionError: the step ran again
+    assert effects == ["sent"]  # reconcile said the effect happened: not repeated
