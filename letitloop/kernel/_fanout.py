@@ -176,7 +176,7 @@ def _checked(
     policies: dict[str, Any], max_in_flight: int | None, items: Iterable[Any]
 ) -> list[Any]:
     """Reject bad options before anything is journaled; the items, as a list."""
-    unknown = set(policies) - STEP_KEYWORDS
+    unknown = set(policies) - STEP_KEYWORDS - {"limit"}  # limit=: each item's shared limit
     if unknown:
         raise ConfigError(
             f"step.map() got unknown keywords {sorted(unknown)}",

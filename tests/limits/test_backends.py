@@ -63,3 +63,23 @@ def test_durable_limit_applies_to_every_step_and_async_steps_wait_too(any_journa
 
 async def _double(i: int) -> int:
     return 2 * i
+
+
+def test_step_map_items_share_the_limit(any_journal: Any) -> None:
+    from letitloop.distributed import ThreadExecutor
+
+    limit = Limit("b:map", rpm=600)  # a burst of 60, then 9 a second
+
+    @durable(journal=any_journal, run_id="mapped")
+    def fan() -> list[int]:
+        return step.map("sq", _square, range(64), on=ThreadExecutor(8), limit=limit)  # type: ignore[attr-defined, no-any-return]
+
+    t0 = time.monotonic()
+    assert fan() == [i * i for i in range(64)]
+    assert time.monotonic() - t0 >= 0.3  # the last four waited for the limit
+    (bucket,) = [b for b in any_journal.capacity() if b["name"] == "b:map"]
+    assert bucket["requests"] < 5
+
+
+def _square(i: int) -> int:
+    return i * i
