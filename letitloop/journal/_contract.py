@@ -274,6 +274,11 @@ class Journal(Protocol):
 
     def get_run(self, run_id: str) -> RunDetail: ...
 
+    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
+        """The journaled results of those of ``run_ids`` that completed, in one read (a map
+        that re-attaches finds its finished items without a call per item)."""
+        ...
+
     def find_run(self, text: str) -> str:
         """Resolve a run id, or an unambiguous prefix or suffix of one, to the full id."""
         ...

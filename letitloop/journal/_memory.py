@@ -264,6 +264,15 @@ class MemoryJournal(RecordWrites):
     def find_run(self, text: str) -> str:
         return match_run(text, [*self.store.state.runs, *self.store.checkpoints.threads])
 
+    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
+        with self.store.cond:
+            out: dict[str, Encoded] = {}
+            for run_id in run_ids:
+                entry = self.store.state.runs.get(run_id)
+                if entry is not None and entry.status == "completed" and entry.result:
+                    out[run_id] = (entry.result[0], entry.result[1])
+            return out
+
     def get_run(self, run_id: str) -> RunDetail:
         with self.store.cond:
             entry = self.store.state.runs.get(run_id)

@@ -313,28 +313,17 @@ def _location(journal: Journal) -> str:
 
 
 def _finished(ctx: RunContext, calls: list[ItemCall], results: list[Any]) -> list[int]:
-    """Fill in the results of items whose child runs already completed; the rest, to run."""
+    """Fill in the results of items whose child runs already completed (one read for them
+    all); the rest, to run."""
     from letitloop.kernel._runtime import codec_for
 
     if not calls:
         return []
     codec = codec_for(ctx.journal)
     by_id = {c.run_id: i for i, c in enumerate(calls)}
-    done = [
-        r.run_id
-        for r in ctx.journal.list_runs(
-            workflow=calls[0].workflow, status="completed", limit=len(calls) * 4 + 100
-        )
-        if r.run_id in by_id
-    ]
-    for run_id in done:
-        call = calls[by_id[run_id]]
-        state = ctx.journal.open_run(
-            run_id=run_id, workflow=call.workflow, key=call.key, lease=False
-        )
-        if state.status == "completed" and state.result is not None:
-            results[by_id[run_id]] = codec.decode(*state.result, what=f"result of {run_id}")
-            del by_id[run_id]
+    for run_id, encoded in ctx.journal.results(list(by_id)).items():
+        if run_id in by_id:
+            results[by_id.pop(run_id)] = codec.decode(*encoded, what=f"result of {run_id}")
     return sorted(by_id.values())
 
 

@@ -373,3 +373,21 @@ def test_an_unwaited_step_start_reaches_other_sessions_soon(backend: Any) -> Non
         time.sleep(0.005)
     a.append([ok("wf:a", 0, name="slow")])
     assert [e.kind for e in b.events(run_id="wf:a")] == ["run", "step", "ok"]
+
+
+def test_results_of_many_runs_come_in_one_read(backend: Any) -> None:
+    """``results`` names the completed runs among those asked for, with their encoded results
+    (a map re-attaching finds its finished items), and leaves out running and unknown ones."""
+    a, b = backend(), backend()
+    for i in range(3):
+        run = f"wf:r{i}"
+        start(a, run)
+        a.append([step(run, 0)], sync=False)
+        a.append([ok(run, 0, b'"v"')])
+        if i < 2:  # r2 stays running
+            a.append([rec("done", run, codec="json", out=f"{i * 10}".encode())])
+        a.release_run(run)
+    asked = ["wf:r0", "wf:r1", "wf:r2", "wf:nobody"] + [f"wf:x{i}" for i in range(1500)]
+    got = b.results(asked)  # more names than one owner request takes: chunked
+    assert got == {"wf:r0": ("json", b"0"), "wf:r1": ("json", b"10")}
+    assert b.results([]) == {}

@@ -565,6 +565,15 @@ class OwnerJournal(RecordWrites):
 
         return match_run(text, self._call({"op": "run_ids"})["runs"])
 
+    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
+        from letitloop.journal.duckdb._reads import RESULTS_PER_REQUEST
+
+        ids, out = list(run_ids), {}
+        for i in range(0, len(ids), RESULTS_PER_REQUEST):
+            msg = self._call({"op": "results", "runs": ids[i : i + RESULTS_PER_REQUEST]})
+            out.update({r[0]: (r[1], r[2]) for r in msg["results"]})
+        return out
+
     def get_run(self, run_id: str) -> RunDetail:
         msg = self._call({"op": "run", "run": run_id})
         result = msg.get("result")

@@ -101,11 +101,24 @@ def _read_approvals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[
     return {"approvals": rows}
 
 
+RESULTS_PER_REQUEST = 1000  # run ids one ``results`` request may name (replies stay small)
+
+
+def _read_results(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    if len(req["runs"]) > RESULTS_PER_REQUEST:
+        raise JournalError(
+            f"a results request names {len(req['runs'])} runs, more than {RESULTS_PER_REQUEST}",
+            fix="ask in chunks (the client does)",
+        )
+    return {"results": owner.store.results(req["runs"])}
+
+
 READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
     "output": _read_output,
     "runs": _read_runs,
     "run": _read_run,
     "run_ids": lambda o, r, h: {"runs": o.store.run_ids()},
+    "results": _read_results,
     "events": lambda o, r, h: {"events": o.store.events(r["after"], r.get("run"), r["limit"])},
     "sql": lambda o, r, h: o.store.sql(r["sql"]),
     "stats": _read_stats,

@@ -68,6 +68,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "stop": {},
     "runs": {"status": (_OPT_S, False), "workflow": (_OPT_S, False), "limit": ((_I,), False)},
     "run_ids": {},
+    "results": {"runs": ((list,), True)},
     "run": {"run": ((_S,), True)},
     "events": {"after": ((_I,), True), "run": (_OPT_S, False), "limit": ((_I,), True)},
     "sql": {"sql": ((_S,), True)},
@@ -99,7 +100,8 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "limit": (_OPT_I, False),
     },
 }
-_LISTS_OF_STR = {"relock": "runs", "gc": "statuses"}  # list fields whose items are strings
+# list fields whose items are strings
+_LISTS_OF_STR = {"relock": "runs", "gc": "statuses", "results": "runs"}
 _INT_FIELDS_LIMIT = 2**63  # what DuckDB's BIGINT holds: larger never reaches a query
 
 

@@ -705,6 +705,16 @@ class PgJournal(RecordWrites):
 
         return self._read(detail)
 
+    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
+        rows = self._read(
+            lambda cur: cur.execute(
+                "SELECT run_id, result_codec, result FROM runs WHERE run_id = ANY(%s) AND "
+                "status = 'completed' AND result_codec IS NOT NULL",
+                [list(run_ids)],
+            ).fetchall()
+        )
+        return {r[0]: (r[1], bytes(r[2])) for r in rows}
+
     def find_run(self, text: str) -> str:
         from letitloop.journal._memory import match_run
 
