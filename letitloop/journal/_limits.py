@@ -121,7 +121,7 @@ class Bucket:
             cap, rate = _shape(self.tpm)
             waits.append((min(float(tokens), cap) - self.tok) / rate)
         wait = max(waits)
-        if wait > 1e-9:
+        if wait > 1e-3:  # within a millisecond is now: a sleeper woken on time never re-asks
             return wait
         if self.rpm:
             self.req -= 1.0

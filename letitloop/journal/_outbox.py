@@ -40,6 +40,7 @@ KEY_HEADER = "X-Lil-Idempotency-Key"
 SCAN = 500  # events read per scan
 KINDS = ("step", "err", "fail", "suspend")  # the only event kinds that can notify
 KEEP_DAYS = 30  # delivered notifications kept for `lil notify list`
+STALE = 86400.0  # seconds after which an event no longer notifies (it was missed long ago)
 MAX_ROWS = 100_000  # delivered notifications kept at most
 
 OUTBOX_DDL = (
@@ -279,8 +280,8 @@ class Outbox:
             now = time.time()
             for e in events:
                 event = classify(e.kind, e.data or {})
-                if event is None or event not in self.cfg.events:
-                    continue
+                if event is None or event not in self.cfg.events or e.ts < now - STALE:
+                    continue  # (an old event: journaled while notifications were off)
                 key = notice_key(self.journal_id, e.seq)
                 text = body(event, e, key, self.journal_id, self.cfg.format)
                 self.sql(

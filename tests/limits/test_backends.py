@@ -78,7 +78,7 @@ def test_step_map_items_share_the_limit(any_journal: Any) -> None:
     assert fan() == [i * i for i in range(64)]
     assert time.monotonic() - t0 >= 0.3  # the last four waited for the limit
     (bucket,) = [b for b in any_journal.capacity() if b["name"] == "b:map"]
-    assert bucket["requests"] < 5
+    assert bucket["requests"] < 30  # spent (it refills at 9 a second once the map is done)
 
 
 def _square(i: int) -> int:
