@@ -52,6 +52,8 @@ async def test_analytics_screen_numbers_spans_and_live_reload(journal_path: Path
         await settle(app, pilot)
         await pilot.press("5")
         screen = await until_loaded(app, pilot, 1)
+        titles = [c.title for c in app.get_system_commands(screen)]
+        assert "Go to Analytics" in titles  # the command palette reaches it too
         assert "60 runs (5 failed, 8.3%)" in totals(screen)
         assert "342 step attempts (47 failed)" in totals(screen) and "$0.0833" in totals(screen)
         slowest = screen.query_one("#an-slowest", DataTable)
