@@ -334,10 +334,16 @@ class Outbox:
         rows = self.sql("SELECT min(next_at) FROM outbox WHERE state = 'pending'", [])
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
 
-    def pump(self) -> int:
-        """One round: scan, then deliver what is due; returns how many were delivered."""
+    def pump(self, between: Callable[[], None] | None = None) -> int:
+        """One round: scan, then deliver what is due; returns how many were delivered.
+        ``between`` runs before each delivery (the owner answers `lil notify` there, so a
+        receiver that hangs delays an answer by one delivery's timeout at most)."""
         self.scan()
-        delivered = sum(self.deliver(n) for n in self.due())
+        delivered = 0
+        for n in self.due():
+            if between is not None:
+                between()
+            delivered += self.deliver(n)
         self.rounds += 1
         if self.rounds % 1000 == 1:
             self.prune()

@@ -119,19 +119,22 @@ class Notifier:
             timeout = PERIOD
             self.wake.wait(timeout)
             self.wake.clear()
-            while not self.asks.empty():
-                fn, done = self.asks.get()
-                try:
-                    done({"ok": True, "value": fn()})
-                except Exception as exc:
-                    done({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            self._answer()
             if self.outbox is None:
                 continue
             try:
-                self.outbox.pump()
+                self.outbox.pump(self._answer)
                 self.pending = self.outbox.pending()
             except Exception:  # DuckDB busy or a receiver's odd answer: the next round retries
                 pass
+
+    def _answer(self) -> None:
+        while not self.asks.empty():
+            fn, done = self.asks.get()
+            try:
+                done({"ok": True, "value": fn()})
+            except Exception as exc:
+                done({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]})
 
     def close(self) -> None:
         self.stopped.set()
