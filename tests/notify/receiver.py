@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -18,6 +19,7 @@ class Receiver:
     def __init__(self, port: int = 0, status: int = 200) -> None:
         self.got: list[tuple[dict[str, str], bytes]] = []
         self.status = status
+        self.on_post: Callable[[dict[str, str], bytes], None] | None = None  # before answering
         self.lock = threading.Lock()
         me = self
 
@@ -25,8 +27,11 @@ class Receiver:
             def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(n)
+                headers = {k.lower(): v for k, v in self.headers.items()}
                 with me.lock:
-                    me.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                    me.got.append((headers, body))
+                if me.on_post is not None:
+                    me.on_post(headers, body)
                 self.send_response(me.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

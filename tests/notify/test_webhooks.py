@@ -218,3 +218,31 @@ def test_the_owner_stays_up_for_retries_then_goes_idle(journal_path: Path) -> No
         assert _wait(gone, 20)  # reported as failed, the owner went idle
     finally:
         receiver.close()
+
+
+def test_owner_sigkill_after_the_post_resends_the_same_key_and_bytes(journal_path: Path) -> None:
+    _settings(journal_path, backoff=0.2, max_backoff=0.5, max_tries=100)
+    receiver = Receiver()
+    killed: list[int] = []
+
+    def kill_the_owner_once(headers: dict[str, str], body: bytes) -> None:
+        if not killed:  # the receiver has it; the owner dies before it records that
+            killed.append(_owner_pid(journal_path))
+            os.kill(killed[0], signal.SIGKILL)
+
+    receiver.on_post = kill_the_owner_once
+    try:
+        env = _env(journal_path, receiver.url)
+        _flows(env, "fail")
+        assert _wait(lambda: killed and len(receiver.deliveries()) >= 1)
+        _lil(env, "runs", "list")  # a new owner: the notification is still pending
+        assert _wait(lambda: len(receiver.deliveries()) >= 2), receiver.deliveries()
+        time.sleep(1.0)
+        (first_h, first), (again_h, again) = receiver.deliveries()
+        # the same notification: a receiver that drops keys it has seen acts on it once
+        assert first_h["x-lil-idempotency-key"] == again_h["x-lil-idempotency-key"]
+        assert first == again and first_h["x-lil-signature"] == again_h["x-lil-signature"]
+        listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+        assert [(n["state"], n["tries"]) for n in listed] == [("delivered", 1)]
+    finally:
+        receiver.close()
