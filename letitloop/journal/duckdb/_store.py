@@ -187,31 +187,36 @@ _DONE_RUNS = (
     "codec, unnest($3::BLOB[]) AS out, unnest($4) AS ts, unnest($5) AS shown) t "
     "WHERE runs.run_id = t.run_id"
 )
+_FAILED_RUNS = (
+    "UPDATE runs SET status = 'failed', error = t.error, updated = t.ts FROM (SELECT "
+    "unnest($1) AS run_id, unnest($2) AS error, unnest($3) AS ts) t WHERE runs.run_id = t.run_id"
+)
 
 
 class _Heads:
-    """Run starts (``run``) and completions (``done``) of one fold, written in two statements
-    instead of one each (a map's thousand child runs fold in milliseconds, not seconds). Starts
-    are written before completions, so a run may have one of each waiting; any other record of
+    """Run starts (``run``) and ends (``done``, ``fail``) of one fold, written in a statement per
+    kind instead of one each (a map's thousand child runs fold in milliseconds, not seconds).
+    Starts are written before ends, so a run may have one of each waiting; any other record of
     a waiting run flushes first, so each run's records keep their order."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self.db = db
         self.starts: list[Record] = []
         self.dones: list[Record] = []
+        self.fails: list[Record] = []
         self.runs: dict[str, str] = {}  # run id -> the kind of its last waiting record
 
     def add(self, rec: Record) -> bool:
-        """Take a ``run`` or ``done`` record (False: the caller folds it alone)."""
+        """Take a ``run``, ``done`` or ``fail`` record (False: the caller folds it alone)."""
         k, run_id = rec["k"], rec["run"]
         waiting = self.runs.get(run_id)
-        if k not in ("run", "done"):
+        if k not in ("run", "done", "fail"):
             if waiting is not None:
                 self.flush()
             return False
-        if waiting is not None and not (waiting == "run" and k == "done"):
+        if waiting is not None and not (waiting == "run" and k != "run"):
             self.flush()
-        (self.starts if k == "run" else self.dones).append(rec)
+        {"run": self.starts, "done": self.dones, "fail": self.fails}[k].append(rec)
         self.runs[run_id] = k
         return True
 
@@ -237,7 +242,17 @@ class _Heads:
                     [r.get("shown") for r in done],
                 ],
             )
-        self.starts, self.dones, self.runs = [], [], {}
+        if self.fails:
+            fails = self.fails
+            self.db.execute(
+                _FAILED_RUNS,
+                [
+                    [r["run"] for r in fails],
+                    [_json(r["err"]) for r in fails],
+                    [r["ts"] for r in fails],
+                ],
+            )
+        self.starts, self.dones, self.fails, self.runs = [], [], [], {}
 
 
 class Store:
