@@ -61,7 +61,7 @@ from letitloop.kernel._errors import (
 )
 
 T = TypeVar("T")
-HOLD_DELAY = 0.005  # unwaited records are written within this, or with the next write
+HOLD_DELAY = 0.05  # unwaited records are written within this, or with the next write
 CACHED_RUNS = 64  # states of released runs kept (a run called again needs no load)
 _journals: dict[str, PgJournal] = {}
 _journals_lock = threading.Lock()
@@ -426,17 +426,21 @@ class PgJournal(RecordWrites):
 
     def _take_held(self) -> list[Record]:
         held, self._held = self._held, []
-        self._held_armed.clear()
-        return held
+        return held  # the flusher stays armed: it disarms itself when it finds nothing held
 
     def _flush_loop(self) -> None:
         """The flusher thread: held records wait at most ``HOLD_DELAY`` for a write to carry
         them (one thread per journal, not one per record)."""
         while not self.closed:
-            self._held_armed.wait(1.0)
-            if self._held_armed.is_set():
-                time.sleep(HOLD_DELAY)
+            if not self._held_armed.wait(1.0):
+                continue
+            time.sleep(HOLD_DELAY)
+            if self._held:
                 self._flush()
+            else:  # nothing held: disarm, then look again (a hold arms it after appending)
+                self._held_armed.clear()
+                if self._held:
+                    self._held_armed.set()
 
     def _flush(self) -> None:
         """Write held records now (the timer; and before reads and lease changes)."""

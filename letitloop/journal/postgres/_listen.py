@@ -36,7 +36,8 @@ class Notifier:
         self.thread.start()
 
     def poke(self) -> None:
-        self.wanted.set()
+        if not self.wanted.is_set():  # one wake per COALESCE, however many commits
+            self.wanted.set()
 
     def _loop(self) -> None:
         conn = None
