@@ -257,8 +257,8 @@ def analyze(source: str) -> Analysis:
     """Analyse a Python file or a notebook cell (a first line ``%%durable NAME``, or
     ``#%durable NAME`` as letitloop's lab extension hands a cell to jupyterlab-lsp's servers,
     makes the whole cell a durable context; other IPython magics are ignored). A cell as
-    jupyterlab-lsp alone hands it over (``get_ipython().run_cell_magic("durable", ...)`` with the body
-    in a string) is analysed as the cell it came from, with positions in the string."""
+    jupyterlab-lsp alone hands it over (``get_ipython().run_cell_magic("durable", ...)`` with
+    the body in a string) is analysed as the cell it came from, with positions in the string."""
     with gc_paused():
         magic = _RUN_CELL_MAGIC.match(source)
         if magic is None:
