@@ -242,3 +242,37 @@ def test_tracing_off_imports_nothing_from_opentelemetry(journal_path: Path) -> N
     loaded = modules_after(code)
     assert "letitloop.kernel._tracing" in loaded  # the hooks ran...
     assert not [m for m in loaded if m.startswith("opentelemetry")]  # ...and imported nothing
+
+
+async def test_async_steps_under_gather_are_children_of_their_run(
+    spans: InMemorySpanExporter, journal_path: Path
+) -> None:
+    """An async workflow's concurrent steps (``asyncio.gather``) are spans under its run's span,
+    in its trace; called again, they are short spans marked replayed."""
+    import asyncio
+
+    from letitloop import async_step, durable_async
+
+    async def fetch(i: int) -> int:
+        await asyncio.sleep(0.01)
+        return i * i
+
+    @durable_async(journal=str(journal_path), name="fanin", run_id="a")
+    async def fanin() -> int:
+        parts = await asyncio.gather(*(async_step(f"fetch{i}", fetch, i) for i in range(3)))
+        return sum(parts)
+
+    assert await fanin() == 5
+    got = _by_name(spans)
+    (root,) = got["invoke_workflow fanin"]
+    for i in range(3):
+        (s,) = got[f"step fetch{i}"]
+        assert s.parent is not None and s.parent.span_id == root.context.span_id
+        assert s.context.trace_id == root.context.trace_id
+        assert s.attributes is not None and s.attributes["lil.step.replayed"] is False
+    spans.clear()
+    assert await fanin() == 5  # completed: replayed, nothing runs
+    again = _by_name(spans)
+    for i in range(3):
+        for s in again.get(f"step fetch{i}", []):
+            assert s.attributes is not None and s.attributes["lil.step.replayed"] is True
