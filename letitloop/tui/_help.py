@@ -25,6 +25,11 @@ EXPLAIN: dict[str, str] = {
     "switch_mode('effects')": "Show side effects in doubt: atomic_marker blocks that started "
     "and never recorded their end (the process died inside them).",
     "switch_mode('splices')": "Show the code changes agents proposed, with their diffs.",
+    "switch_mode('analytics')": "Show where the time and money went across every run: cost "
+    "per workflow and model, the slowest steps, failure and retry rates, a sparkline per day.",
+    # analytics
+    "window": "Show the analytics of another time span: all time, 30 days, 7 days, 24 hours.",
+    "reload": "Read the analytics from the journal again now (they also reload when runs end).",
     "help": "Show or close this list of keys.",
     "quit": "Leave lil-tui. Nothing running is stopped: runs go on in their own processes.",
     "command_palette": "Open the command palette: type to find a screen or a command.",
