@@ -60,7 +60,7 @@ FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 0.2)
 FOLD_BATCH = 2000  # this many waiting records are folded at once
 # runs kept in memory; older idle ones are reloaded from DuckDB when touched again
 MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
-HOLD_DELAY = 0.005  # records nobody waits for are written within this, or with the next ack
+HOLD_DELAY = 0.05  # records nobody waits for are written within this, or with the next ack
 
 
 # bytes a client may leave unread (replies, pushes) before it is dropped; one message of any
