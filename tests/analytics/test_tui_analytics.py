@@ -90,10 +90,21 @@ def test_analytics_screen_snapshot(journal_path: Path, snap_compare: Any) -> Non
     synthetic.fill(open_journal(journal_path))
 
     async def before(pilot: Any) -> None:
+        import time
+
         await settle(pilot.app, pilot)
         await pilot.press("5")
-        await until_loaded(pilot.app, pilot, 1)
+        screen = await until_loaded(pilot.app, pilot, 1)
         await settle(pilot.app, pilot)
+        # the tables size their columns to the new rows on a later refresh: a capture before it
+        # shows every column clipped to its header
+        deadline = time.monotonic() + 15
+        while any(
+            t._require_update_dimensions or t._updated_cells for t in screen.query(DataTable)
+        ):
+            assert time.monotonic() < deadline, "the analytics tables never sized their columns"
+            await pilot.pause(0.05)
+        await pilot.pause()
 
     app = LilApp(journal_path, clock=FrozenClock())
     assert snap_compare(app, terminal_size=SIZE, run_before=before)
