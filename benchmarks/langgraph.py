@@ -14,6 +14,7 @@ LangGraph durability modes ("sync": each checkpoint durable before the next node
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
@@ -57,11 +58,24 @@ def timed(app: Any, thread: str | None, durability: str, nodes: int) -> float:
     return elapsed
 
 
+def latest_read_ms(saver: Any, thread: str, calls: int = 100) -> float:
+    """Median ms of reading a thread's latest checkpoint (what every invoke starts with)."""
+    config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    assert saver.get_tuple(config) is not None
+    took = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        saver.get_tuple(config)
+        took.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(took)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--dir", default=None, help="scratch directory (default: under .bench/)")
+    parser.add_argument("--json", metavar="OUT", help="write the medians to this JSON file")
     args = parser.parse_args()
     reps = 3 if args.quick else 30
     base = Path(args.dir or ROOT / ".bench")
@@ -100,6 +114,29 @@ def main() -> int:
         for durability, per in results.items():
             sq, ours = statistics.median(per["sqlite"]), statistics.median(per["letitloop"])
             print(f"{durability:<11}{sq * 1e3:>11.3f} ms{ours * 1e3:>11.3f} ms{ours / sq:>8.2f}x")
+        latest = {  # get_tuple of a thread without a checkpoint id: its latest checkpoint
+            name: latest_read_ms(savers[name], f"sync-{reps}") for name in ("sqlite", "letitloop")
+        }
+        print(
+            f"latest checkpoint read: {latest['sqlite']:.3f} ms SqliteSaver, "
+            f"{latest['letitloop']:.3f} ms letitloop"
+        )
+        if args.json:
+            per_node = {
+                d: {
+                    "sqlite_ms": statistics.median(p["sqlite"]) * 1e3,
+                    "letitloop_ms": statistics.median(p["letitloop"]) * 1e3,
+                    "ratio": statistics.median(p["letitloop"]) / statistics.median(p["sqlite"]),
+                }
+                for d, p in results.items()
+            }
+            out = {
+                "nodes": args.nodes,
+                "reps": reps,
+                "per_node": per_node,
+                "latest_read_ms": latest,
+            }
+            Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
         rows = open_journal(journal_path).list_runs(workflow="langgraph:graph", limit=1000)
         assert len(rows) == 2 * (reps + 1), len(rows)  # every thread is listed as a run
     finally:
