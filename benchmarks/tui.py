@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -257,6 +258,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--opens", type=int, default=5)
     parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the medians (ms) here")
     args = parser.parse_args()
     steps = max(1, (args.events_per_run - 2) // 2)
     path = args.journal or Path(tempfile.gettempdir()) / "lil-tui-bench" / "journal.duckdb"
@@ -288,6 +290,18 @@ def main() -> None:
         f"(max {max(latency) * 1000:.1f}); {live_s / 1.0:.3f}x the 1 s budget"
     )
     print(f"load average during the run: {load:.1f} on {os.cpu_count()} cores")
+    if args.json:
+        found = {
+            "runs": args.runs,
+            "events_per_run": args.events_per_run,
+            "open_ms": open_s * 1e3,
+            "opens_ms": [x * 1e3 for x in opens],
+            "every_run_ms": statistics.median(alls) * 1e3,
+            "list_runs_ms": list_s * 1e3,
+            "scroll_ms": statistics.median(scroll) * 1e3,
+            "event_to_screen_ms": live_s * 1e3,
+        }
+        args.json.write_text(json.dumps(found, indent=1) + "\n")
 
 
 if __name__ == "__main__":
