@@ -291,6 +291,23 @@ class CheckpointStore:
             if left is not None and left[0] == 0:
                 self.db.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
 
+    def pairs(self) -> set[tuple[str, str]]:
+        """Every (thread, ns) that has a checkpoint or a write."""
+        rows = self.db.execute(
+            "SELECT thread_id, ns FROM lg_checkpoints UNION SELECT thread_id, ns FROM lg_writes"
+        ).fetchall()
+        return {(r[0], r[1]) for r in rows}
+
+    def early_writes(self, thread: str, ns: str, after: str | None) -> list[list[Any]]:
+        """Writes saved for checkpoints newer than ``after`` (not put yet), as
+        [checkpoint_id, task_id, idx, channel, vtype, value, task_path]."""
+        rows = self.db.execute(
+            "SELECT checkpoint_id, task_id, idx, channel, vtype, value, task_path FROM lg_writes "
+            "WHERE thread_id = ? AND ns = ? AND (? IS NULL OR checkpoint_id > ?)",
+            [thread, ns, after, after],
+        ).fetchall()
+        return [list(r) for r in rows]
+
     def query(self, req: dict[str, Any]) -> list[list[Any]]:
         """Checkpoints newest first, each with its pending writes, as wire rows (see
         ``_checkpoints.row``)."""

@@ -45,6 +45,7 @@ from letitloop.journal._state import (
     resolve_record,
 )
 from letitloop.journal.duckdb import _files, _wire
+from letitloop.journal.duckdb._checkpoint_heads import Heads
 from letitloop.journal.duckdb._log import Log, disk_full, frame
 from letitloop.journal.duckdb._reads import READS
 from letitloop.journal.duckdb._requests import BadRequest
@@ -168,6 +169,7 @@ class Owner:
         self.to_fold: deque[tuple[int, Record]] = deque()
         self.unfolded_since = 0.0  # when to_fold last went from empty to not
         self.inbox: deque[tuple[Any, ...]] = deque()
+        self.lg_heads = Heads()  # each graph thread's newest checkpoint, answered from memory
         self.loading: dict[str, list[tuple[Conn, dict[str, Any]]]] = {}
         self.waiters: dict[str, list[tuple[float, Conn, dict[str, Any]]]] = {}
         self.conns: dict[socket.socket, Conn] = {}
@@ -357,6 +359,12 @@ class Owner:
             elif item[0] == "retry":
                 for _, conn, req in item[1]:
                     self._redo(conn, req, batch, replies)
+            elif item[0] == "lghead":  # the database thread read a thread's newest checkpoint
+                self.lg_heads.seed(*item[1:])
+            elif item[0] == "lgpairs":
+                self.lg_heads.learn_pairs(item[1], item[2])
+            elif item[0] == "lgreset":
+                self.lg_heads.reset()
             elif item[0] == "evict":
                 for run_id in item[1]:
                     self.known.discard(run_id)
@@ -531,6 +539,8 @@ class Owner:
         elif op == "stop":
             self.stopping = True
             replies.append((conn, _re(req, {"ok": True, "pid": os.getpid()})))
+        elif op == "checkpoints" and (rows := self.lg_heads.answer(req)) is not None:
+            replies.append((conn, _re(req, {"ok": True, "rows": rows})))
         elif op in READS:
             held = [r for r, e in self.state.runs.items() if e.holder is not None]
             self.jobs.put(("read", conn, req, held))
@@ -697,6 +707,7 @@ class Owner:
         if not self.to_fold:
             self.unfolded_since = time.monotonic()
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
+        self.lg_heads.apply(items)
         if any(rec["k"] in _NOTIFYING for rec in records):
             self.notifier.kick()
         if len(self.state.runs) > MAX_LOADED_RUNS:

@@ -55,6 +55,7 @@ def _read_stats(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str,
         "stats": owner.stats
         | owner.store.stats()
         | {
+            "lg_heads": dict(owner.lg_heads.stats),
             "pid": os.getpid(),
             "version": VERSION,
             "uptime_s": round(time.time() - owner.started, 1),
@@ -74,6 +75,7 @@ def _read_quarantine(owner: Owner, req: dict[str, Any], held: list[str]) -> dict
     done = None
     if req.get("action"):
         done = owner.store.resolve_quarantine(req.get("lsn"), str(req["action"]))
+        owner.inbox.append(("lgreset",))  # a retried record may change a thread's checkpoints
     return {"rows": owner.store.quarantine_rows(), "done": done}
 
 
@@ -113,6 +115,21 @@ def _read_results(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[st
     return {"results": owner.store.results(req["runs"])}
 
 
+def _read_checkpoints(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    """Checkpoints from DuckDB; an answer about a thread's newest one (and, once, the threads
+    that have any) is also handed to the event loop, which answers the next ones from memory."""
+    rows = owner.store.checkpoints(req)
+    heads = owner.lg_heads
+    if heads.latest(req) is not None and req.get("cid") is None:
+        head = rows[0][2] if rows else None
+        early = owner.store.lg.early_writes(req["thread"], req["ns"], head)
+        owner.inbox.append(("lghead", req, rows, early, owner.store.folded_lsn))
+        if heads.want_pairs:
+            heads.want_pairs = False
+            owner.inbox.append(("lgpairs", owner.store.lg.pairs(), owner.store.folded_lsn))
+    return {"rows": rows}
+
+
 READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
     "output": _read_output,
     "runs": _read_runs,
@@ -128,5 +145,5 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "cache_list": _read_cache_list,
     "proposals": _read_proposals,
     "approvals": _read_approvals,
-    "checkpoints": lambda o, r, h: {"rows": o.store.checkpoints(r)},
+    "checkpoints": _read_checkpoints,
 }
