@@ -10,16 +10,9 @@ after a crash is therefore in the journal: the wait, the counts and the critique
 from __future__ import annotations
 
 import functools
-import inspect
-import signal
-import threading
-from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
 
-from letitloop.journal._contract import StepRecord
 from letitloop.journal._state import error_dict
-from letitloop.kernel._context import RunContext
 from letitloop.kernel._errors import ConfigError, DeadLetteredError
 from letitloop.kernel._policy import (
     CLOCK,
@@ -32,6 +25,14 @@ from letitloop.kernel._policy import (
     StepTimeout,
     classify,
 )
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from letitloop.journal._contract import StepRecord
+    from letitloop.kernel._context import RunContext
 
 
 class Attempts:
@@ -166,6 +167,7 @@ def is_dead(rec: StepRecord) -> bool:
 def cache_key(fn: Callable[..., Any], args: Any, kwargs: Any, extra: str | None) -> str:
     """The response-cache key: the function (name and source), its inputs, the user's key."""
     import hashlib
+    import inspect
 
     from letitloop.kernel._codec import fingerprint
 
@@ -185,6 +187,8 @@ def function_name(fn: Callable[..., Any]) -> str:
 
 @functools.cache
 def _takes_feedback(fn: Callable[..., Any]) -> bool:
+    import inspect
+
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -209,6 +213,9 @@ def _alarm(seconds: float, name: str) -> Iterator[None]:
     exception arrives between Python bytecodes, so a long call in C is interrupted when it
     returns; code that catches every exception can swallow it.
     """
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError(
             f"timeout= on the synchronous step {name!r} needs the main thread",

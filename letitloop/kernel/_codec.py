@@ -25,8 +25,6 @@ loaded, never by importing it, so ``import letitloop`` stays cheap.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import enum
 import functools
 import hashlib
@@ -37,11 +35,20 @@ import json
 import math
 import pathlib
 import sys
-from collections.abc import Callable
-from typing import Any, TypedDict
 
 from letitloop.kernel._errors import CodecError, TamperedDataError, UnencodableError
 from letitloop.kernel._keys import key_hint
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypedDict
+
+    class _Ids(TypedDict):
+        run_id: str | None
+        step: str | None
+        position: int | None
+
 
 CODEC_JSON = "json"
 CODEC_TAGGED = "lilj"
@@ -55,18 +62,16 @@ _PATH_NAMES = ("Path", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindows
 _PATHS: dict[str, type[pathlib.PurePath]] = {n: getattr(pathlib, n) for n in _PATH_NAMES}
 _SIMPLE: dict[type, tuple[str, Callable[[Any], object]]] = {
     bytes: ("bytes", lambda b: _base64().b64encode(b).decode("ascii")),
-    dt.datetime: ("datetime", lambda d: d.isoformat()),
-    dt.date: ("date", lambda d: d.isoformat()),
-    dt.time: ("time", lambda t: t.isoformat()),
-    dt.timedelta: ("timedelta", lambda d: [d.days, d.seconds, d.microseconds]),
-}  # Decimal and UUID join on first sight (_late_simple): no value of theirs exists before
+}  # dates, Decimal and UUID join on first sight (_late_simple): no value of theirs exists before
 _FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _UNSIMPLE: dict[str, Callable[[Any], object]] = {
     "bytes": lambda s: _base64().b64decode(s, validate=True),
-    "datetime": dt.datetime.fromisoformat,
-    "date": dt.date.fromisoformat,
-    "time": dt.time.fromisoformat,
-    "timedelta": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
+    "datetime": lambda s: _module("datetime").datetime.fromisoformat(s),
+    "date": lambda s: _module("datetime").date.fromisoformat(s),
+    "time": lambda s: _module("datetime").time.fromisoformat(s),
+    "timedelta": lambda v: _module("datetime").timedelta(
+        days=v[0], seconds=v[1], microseconds=v[2]
+    ),
     "decimal": lambda s: _module("decimal").Decimal(s),
     "uuid": lambda s: _module("uuid").UUID(s),
     "float": _FLOATS.__getitem__,
@@ -78,12 +83,26 @@ def _module(name: str) -> Any:
     return sys.modules.get(name) or __import__(name)
 
 
+def _is_dataclass(v: object) -> bool:
+    """``dataclasses.is_dataclass``; no dataclass exists before its module was imported."""
+    loaded = sys.modules.get("dataclasses")
+    return loaded is not None and bool(loaded.is_dataclass(v))
+
+
 def _base64() -> Any:
     return _module("base64")
 
 
 def _late_simple(t: type) -> tuple[str, Callable[[Any], object]] | None:
-    """Decimal and UUID: registered the first time one is encoded (their modules are loaded)."""
+    """Dates, Decimal and UUID: registered the first time one is encoded (their modules are
+    loaded then), so importing the codec imports none of them."""
+    if t.__module__ == "datetime":
+        dt = _module("datetime")
+        _SIMPLE[dt.datetime] = ("datetime", lambda d: d.isoformat())
+        _SIMPLE[dt.date] = ("date", lambda d: d.isoformat())
+        _SIMPLE[dt.time] = ("time", lambda t: t.isoformat())
+        _SIMPLE[dt.timedelta] = ("timedelta", lambda d: [d.days, d.seconds, d.microseconds])
+        return _SIMPLE.get(t)
     if t.__module__ in ("decimal", "_decimal", "_pydecimal", "uuid"):
         _SIMPLE[_module("decimal").Decimal] = ("decimal", str)
         _SIMPLE[_module("uuid").UUID] = ("uuid", str)
@@ -96,12 +115,6 @@ _FIX_UNENCODABLE = (
     "pydantic model defined at module level, or what is needed to rebuild the object (an id, "
     "a path, a run_id) instead of the live object; or convert it yourself before returning it."
 )
-
-
-class _Ids(TypedDict):
-    run_id: str | None
-    step: str | None
-    position: int | None
 
 
 class _Fail(Exception):
@@ -196,7 +209,7 @@ class _Walker:
             return self._nest(
                 v, path, functools.partial(self._cls, tag="namedtuple", body=self._items)
             )
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        if _is_dataclass(v) and not isinstance(v, type):
             return self._nest(
                 v, path, functools.partial(self._cls, tag="dataclass", body=self._fields)
             )
@@ -244,7 +257,7 @@ class _Walker:
     def _fields(self, v: Any, path: str) -> dict[str, Any]:
         return {
             f.name: self.walk(getattr(v, f.name), f"{path}.{f.name}")
-            for f in dataclasses.fields(v)
+            for f in _module("dataclasses").fields(v)
             if hasattr(v, f.name)
         }
 
@@ -298,7 +311,7 @@ class _Decoder:
             return cls._make(self.dec(x) for x in body)
         if tag == "pydantic":
             return cls.model_validate(body)
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+        fields = {f.name: f for f in _module("dataclasses").fields(cls)}
         values = {k: self.dec(x) for k, x in body.items()}
         if unknown := sorted(set(values) - set(fields)):
             raise CodecError(
@@ -314,7 +327,7 @@ class _Decoder:
 
 _CLASS_CHECKS: dict[str, Callable[[type], bool]] = {
     "enum": lambda c: issubclass(c, enum.Enum),
-    "dataclass": dataclasses.is_dataclass,
+    "dataclass": _is_dataclass,
     "pydantic": _is_model,
     "namedtuple": lambda c: issubclass(c, tuple) and hasattr(c, "_fields") and hasattr(c, "_make"),
 }
@@ -378,7 +391,7 @@ class Codec:
         position: int | None = None,
     ) -> tuple[str, bytes]:
         """Return `(codec, data)` for `value`; raise UnencodableError naming the culprit."""
-        ids = _Ids(run_id=run_id, step=step, position=position)
+        ids: _Ids = {"run_id": run_id, "step": step, "position": position}
         walker = _Walker()
         try:
             text = _dumps(walker.walk(value, "value"))
@@ -415,7 +428,7 @@ class Codec:
         position: int | None = None,
     ) -> object:
         """Rebuild a value; authenticated codecs import or unpickle only after the HMAC check."""
-        ids = _Ids(run_id=run_id, step=step, position=position)
+        ids: _Ids = {"run_id": run_id, "step": step, "position": position}
         try:
             if codec == CODEC_JSON:
                 return _json_decode(data.decode("utf-8"))

@@ -4,9 +4,8 @@ and what the journal recorded for each position, plus replay checks shared by st
 
 from __future__ import annotations
 
-import hashlib
-import threading
 import time
+from _thread import allocate_lock
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -67,7 +66,7 @@ class RunContext:
         self.on_change = on_change  # "raise" | "rerun": what replay does when the code changed
         self.observer = observer_var.get()
         self._next = 0
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()  # threading.Lock, without importing threading
 
     def take_position(self) -> int:
         with self._lock:
@@ -224,6 +223,8 @@ class RunContext:
     def step_info(
         self, pos: int, att: int, kind: str, name: str, feedback: str | None = None
     ) -> StepInfo:
+        import hashlib
+
         raw = f"{self.journal.journal_id}/{self.run_id}/{self.epoch}/{pos}".encode()
         return StepInfo(
             run_id=self.run_id,

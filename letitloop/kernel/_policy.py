@@ -18,13 +18,15 @@ again raises ``DeadLetteredError`` until ``lil runs retry RUN`` re-arms the step
 from __future__ import annotations
 
 import math
-import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from letitloop.kernel._errors import ConfigError, LetItLoopError
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 TRANSIENT, PERMANENT, TIMEOUT, INVALID = "transient", "permanent", "timeout", "invalid"
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
@@ -85,6 +87,8 @@ class Retry:
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failed attempt."""
+        import random
+
         ceiling = min(self.max_backoff, self.backoff * self.multiplier ** (failures - 1))
         return random.uniform(0, ceiling) if self.jitter else ceiling
 

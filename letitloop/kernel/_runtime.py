@@ -10,20 +10,14 @@ journaled as one step of its parent.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
 import os
 import sys
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar, overload
 
-from letitloop.journal._contract import CacheEntry, Journal, StepRecord
-from letitloop.journal._preview import call_preview, short_repr
 from letitloop.journal._records import check_text
 from letitloop.journal._state import error_dict
-from letitloop.kernel import _cost, _fanout, _limits, _tracing
+from letitloop.kernel import _cost, _tracing
 from letitloop.kernel._attempts import (
     Attempts,
     cache_key,
@@ -32,6 +26,7 @@ from letitloop.kernel._attempts import (
     is_dead,
     time_limit,
 )
+from letitloop.kernel._calls import bind_call, is_async_function, signature
 from letitloop.kernel._codec import Codec, fingerprint
 from letitloop.kernel._context import (
     RunContext,
@@ -50,11 +45,22 @@ from letitloop.kernel._errors import (
     Suspended,
 )
 from letitloop.kernel._keys import load_or_create_key
-from letitloop.kernel._options import DurableOptions, JournalSpec
+from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
 
-P = ParamSpec("P")
-R = TypeVar("R")
+# Only the type checker reads these: importing typing, inspect, step.map's executors or the
+# preview helpers would cost the first ``from letitloop import durable, step`` several ms.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from typing import Any, ParamSpec, TypeVar, overload
+
+    from letitloop.journal._contract import CacheEntry, Journal, StepRecord
+    from letitloop.kernel._options import JournalSpec
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
+
 
 _codecs: dict[tuple[str, bool], Codec] = {}
 
@@ -110,11 +116,6 @@ def _entry_point(fn: Callable[..., Any]) -> str | None:
     return f"{module}:{fn.__qualname__}"
 
 
-@functools.cache
-def _signature(fn: Callable[..., Any]) -> inspect.Signature:
-    return inspect.signature(fn)
-
-
 class _Invocation:
     """One call of a durable function: resolved options, run identity and encoded arguments."""
 
@@ -136,10 +137,10 @@ class _Invocation:
         self.workflow = workflow or opts.name or workflow_name(fn)
         self.journal = resolve_journal(opts.journal)
         self.codec = codec_for(self.journal, opts.allow_pickle)
-        bound = _signature(fn).bind(*args, **kwargs)  # a bad call fails before journaling
-        bound.apply_defaults()
-        self.fixed = opts.run_key(bound.arguments)
-        self.key = self.fixed or fingerprint(bound.args, bound.kwargs)[:16]
+        # a bad call fails before journaling
+        arguments, bound_args, bound_kwargs = bind_call(fn, args, kwargs)
+        self.fixed = opts.run_key(arguments)
+        self.key = self.fixed or fingerprint(bound_args, bound_kwargs)[:16]
         self.run_id = f"{self.workflow}:{self.key}"
         try:
             codec, data = self.codec.encode(
@@ -178,8 +179,8 @@ class _Invocation:
         """A fixed run id names one call: refuse a call whose arguments differ from those
         journaled under it, before anything is written (see ``RunArgumentsError``)."""
         try:
-            state = self.journal.open_run(
-                run_id=self.run_id, workflow=self.workflow, key=self.key, lease=False
+            state = self.journal.open_run(  # a look at its arguments: not its 1000 steps
+                run_id=self.run_id, workflow=self.workflow, key=self.key, lease=False, steps=False
             )
         except RunLockedError:
             return  # someone executes it right now: the leased open says so
@@ -194,6 +195,8 @@ class _Invocation:
                 return  # equal values whose bytes differ (pickle)
         except CodecError:
             pass
+        from letitloop.journal._preview import call_preview
+
         journaled = call_preview(self.workflow, *state.args)
         called = call_preview(self.workflow, *self.args)
         raise RunArgumentsError(
@@ -210,7 +213,7 @@ class _Invocation:
         )
 
     def _first_param(self) -> str:
-        params = list(_signature(self.fn).parameters)
+        params = list(signature(self.fn).parameters)
         return params[0] if params else "arg"
 
     def finish_record(self, ctx: RunContext, result: Any) -> dict[str, Any]:
@@ -226,6 +229,8 @@ class _Invocation:
             "ts": time.time(),
         }
         if codec == "pickle":  # unreadable without unpickling: keep what it looked like now
+            from letitloop.journal._preview import short_repr
+
             rec["shown"] = short_repr(result)
         return rec
 
@@ -315,19 +320,23 @@ def _quietly(fn: Callable[..., Any], *args: Any) -> None:
         pass
 
 
-@overload
-def durable(fn: Callable[P, R], /) -> Callable[P, R]: ...
-@overload
-def durable(
-    *,
-    name: str | None = ...,
-    run_id: str | None = ...,
-    goal_id: str | None = ...,
-    journal: JournalSpec = ...,
-    lock_timeout: float = ...,
-    allow_pickle: bool = ...,
-    ignore_args: bool = ...,
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+if TYPE_CHECKING:  # the overloads are for the type checker: typing is not imported at run time
+
+    @overload
+    def durable(fn: Callable[P, R], /) -> Callable[P, R]: ...
+    @overload
+    def durable(
+        *,
+        name: str | None = ...,
+        run_id: str | None = ...,
+        goal_id: str | None = ...,
+        journal: JournalSpec = ...,
+        lock_timeout: float = ...,
+        allow_pickle: bool = ...,
+        ignore_args: bool = ...,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
 def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """Make a function durable: kill its process anywhere and call it again to resume.
 
@@ -337,7 +346,7 @@ def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     opts = DurableOptions.build(**options)
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.iscoroutinefunction(func):
+        if is_async_function(func):
             raise ConfigError(
                 f"@durable was applied to the coroutine function {func.__qualname__}",
                 fix="use @durable_async for async def functions",
@@ -376,6 +385,8 @@ def run_again(
     if opts is None or inner is None:
         raise ConfigError(f"{getattr(fn, '__qualname__', fn)!r} is not a @durable function")
     if opts.journal is None:
+        import dataclasses
+
         opts = dataclasses.replace(opts, journal=journal)
     inv = _Invocation(opts, inner, args, kwargs, workflow)
     if key is not None:
@@ -386,7 +397,7 @@ def run_again(
             f"{journal.location}",
             fix="resume it with --journal pointing at the journal its decorator names",
         )
-    if inspect.iscoroutinefunction(inner):
+    if is_async_function(inner):
         return inv.run_id, lambda: asyncio.run(_run_async(inv, None))
     return inv.run_id, lambda: _run_sync(inv, None)
 
@@ -396,7 +407,7 @@ def durable_async(fn: Callable[..., Any] | None = None, /, **options: Any) -> An
     opts = DurableOptions.build(**options)
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-        if not inspect.iscoroutinefunction(func):
+        if not is_async_function(func):
             raise ConfigError(
                 f"@durable_async was applied to {func.__qualname__}, which is not async def",
                 fix="use @durable for plain functions",
@@ -540,9 +551,13 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
                     out = fn(*args, **tries.kwargs(fn, kwargs))
                 else:  # waits for the shared rate limit's capacity first
                     call = functools.partial(fn, *args, **tries.kwargs(fn, kwargs))
+                    from letitloop.kernel import _limits
+
                     out = _limits.call(ctx, opts.limit, opts.estimate_tokens, (pos, name), call)
             _cost.from_output(spent, out)
             if opts.limit is not None:
+                from letitloop.kernel import _limits
+
                 _limits.settle(ctx, opts.limit, opts.estimate_tokens, spent)
         except Exception as exc:
             if span is not None:
@@ -585,6 +600,8 @@ def _completion(
     )
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=nxt)
     if codec == "pickle":  # unreadable without unpickling: keep what it looked like now
+        from letitloop.journal._preview import short_repr
+
         ok["shown"] = short_repr(out)
     if cost := _cost.journaled(spent):
         ok["cost"] = cost
@@ -644,6 +661,7 @@ async def _async_body(
     opts: StepOptions,
 ) -> Any:
     import asyncio
+    import inspect
 
     pos, att, kind, name, fp = ident
     if att == 0:
@@ -675,6 +693,8 @@ async def _async_body(
                 out = fn(*args, **tries.kwargs(fn, kwargs))
             else:  # waits for the shared rate limit's capacity first
                 call = functools.partial(fn, *args, **tries.kwargs(fn, kwargs))
+                from letitloop.kernel import _limits
+
                 out = _limits.acall(ctx, opts.limit, opts.estimate_tokens, (pos, name), call)
             if inspect.isawaitable(out):
                 try:  # a real cancellation: the attempt stops where it awaits
@@ -685,6 +705,8 @@ async def _async_body(
                     ) from None
             _cost.from_output(spent, out)
             if opts.limit is not None:
+                from letitloop.kernel import _limits
+
                 _limits.settle(ctx, opts.limit, opts.estimate_tokens, spent)
         except Exception as exc:
             if span is not None:
@@ -712,14 +734,32 @@ async def _async_body(
     return out
 
 
-step.map = _fanout.map_step  # type: ignore[attr-defined]  # step.map("embed", fn, items)
-async_step.map = _fanout.async_map_step  # type: ignore[attr-defined]
+def _map_step(name: str, fn: Callable[[Any], Any], items: Any, /, **options: Any) -> list[Any]:
+    """``step.map(name, fn, items, on=None, max_in_flight=None, **policies)``: run ``fn(item)``
+    for every item as a durable child run and return the results in item order (see
+    ``letitloop.kernel._fanout.map_step``, imported on first use with its executors)."""
+    from letitloop.kernel._fanout import map_step
+
+    return map_step(name, fn, items, **options)
+
+
+def _async_map_step(
+    name: str, fn: Callable[[Any], Any], items: Any, /, **options: Any
+) -> Coroutine[Any, Any, list[Any]]:
+    """``await async_step.map(name, fn, items, ...)``: the async twin of ``step.map``."""
+    from letitloop.kernel._fanout import async_map_step
+
+    return async_map_step(name, fn, items, **options)
+
+
+step.map = _map_step  # type: ignore[attr-defined]  # step.map("embed", fn, items)
+async_step.map = _async_map_step  # type: ignore[attr-defined]
 
 
 def run_workflow(fn: Callable[..., Any], args: Any, kwargs: Any, **options: Any) -> Any:
     """Call ``fn`` as a durable run without decorating it (used by ``lil`` and the notebook)."""
     inv = _Invocation(DurableOptions.build(**options), fn, args, kwargs)
-    if inspect.iscoroutinefunction(fn):
+    if is_async_function(fn):
         import asyncio
 
         return asyncio.run(_run_async(inv, None))

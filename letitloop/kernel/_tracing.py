@@ -13,14 +13,14 @@ so a resumed run starts a new trace that links to the first one.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextvars import ContextVar
-from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
+    from typing import Any
+
     from letitloop.journal._contract import Journal
     from letitloop.kernel._context import RunContext
 
@@ -50,6 +50,8 @@ def wanted() -> bool:
         if mod is None or getattr(mod, "_TRACER_PROVIDER", None) is None:
             return False
     if _importable is None:
+        from importlib.util import find_spec
+
         _importable = find_spec("opentelemetry") is not None
     return _importable
 
@@ -89,6 +91,8 @@ def begin_run(journal: Journal, workflow: str, ctx: RunContext) -> RunTrace | No
     sc = span.get_span_context()
     if first is None and sc.is_valid:
         parent = f"00-{sc.trace_id:032x}-{sc.span_id:016x}-{int(sc.trace_flags):02x}"
+        import json
+
         data = json.dumps({"traceparent": parent}).encode()
         try:
             journal.cache_put(key, TRACE_FN, ("json", data), 0, None)
@@ -102,6 +106,8 @@ def begin_run(journal: Journal, workflow: str, ctx: RunContext) -> RunTrace | No
 
 def _journaled_root(journal: Journal, key: str) -> Any:
     """The first attempt's root span context, or None (none journaled, or unreadable)."""
+    import json
+
     from opentelemetry.trace import SpanContext, TraceFlags
 
     try:
