@@ -27,6 +27,7 @@ class DaskExecutor:
         self._client: Any = None
         self._cluster: Any = None
         self._owned = False
+        self._pump: _Pump | None = None
         self._lock = threading.Lock()
 
     @property
@@ -64,16 +65,27 @@ class DaskExecutor:
         return client(self._address, **self._cluster_kwargs)
 
     def submit(self, call: Callable[[], Any]) -> Future[Any]:
-        return _settled(self.client.submit(call, pure=False))
+        return self._results().track([self.client.submit(call, pure=False)])[0]
 
     def submit_many(self, calls: list[Callable[[], Any]]) -> list[Future[Any]]:
-        """Every call in one ``client.map`` (one batch to the scheduler, as plain Dask does)."""
+        """Every call in one ``client.map`` (one batch to the scheduler, as plain Dask does);
+        results come back in batches, one ``gather`` for the items that finished together."""
         if not calls:
             return []
-        return [_settled(f) for f in self.client.map(_call, calls, pure=False)]
+        return self._results().track(self.client.map(_call, calls, pure=False))
+
+    def _results(self) -> _Pump:
+        client = self.client
+        with self._lock:
+            if self._pump is None:
+                self._pump = _Pump(client)
+            return self._pump
 
     def close(self) -> None:
         with self._lock:
+            if self._pump is not None:
+                self._pump.close()
+                self._pump = None
             if self._client is not None and self._owned:
                 self._client.close()
                 if self._cluster is not None:
@@ -92,16 +104,70 @@ def _call(call: Callable[[], Any]) -> Any:
     return call()
 
 
-def _settled(dask_future: Any) -> Future[Any]:
-    """A ``concurrent.futures.Future`` that settles with the Dask future."""
-    done: Future[Any] = Future()
+class _Pump:
+    """Settles the futures of ``submit_many`` from one thread, a batch at a time: the items
+    that finished together come back in one ``client.gather`` (one fetch per worker, as plain
+    Dask's gather does) instead of a result fetch and a callback thread hop per item."""
 
-    def settle(f: Any) -> None:
-        try:
-            done.set_result(f.result())
-        except BaseException as exc:  # cancelled, KilledWorker, the item's own
-            done.set_exception(exc)
+    def __init__(self, client: Any) -> None:
+        from distributed import as_completed
 
-    dask_future.add_done_callback(settle)
-    done.dask_future = dask_future  # type: ignore[attr-defined]  # keeps it referenced
-    return done
+        self._client = client
+        completed: Any = as_completed  # untyped in dask
+        self._done: Any = completed([], loop=client.loop)
+        self._ours: dict[Any, Future[Any]] = {}
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="lil-dask-results", daemon=True)
+        self._thread.start()
+
+    def track(self, dask_futures: list[Any]) -> list[Future[Any]]:
+        mine: list[Future[Any]] = [Future() for _ in dask_futures]
+        with self._wake:
+            self._ours.update(zip(dask_futures, mine, strict=True))
+            self._done.update(dask_futures)
+            self._wake.notify()
+        return mine
+
+    def close(self) -> None:
+        """Stop the thread; futures still unsettled are cancelled (their waiters wake up)."""
+        with self._wake:
+            self._closed = True
+            left, self._ours = list(self._ours.values()), {}
+            self._wake.notify()
+        for ours in left:
+            ours.cancel()
+        self._thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._closed and self._done.is_empty():
+                    self._wake.wait()
+                if self._closed:
+                    return
+            while not self._done.is_empty():
+                self._settle(self._done.next_batch(block=True))
+
+    def _settle(self, batch: list[Any]) -> None:
+        with self._wake:
+            pairs = [(f, self._ours.pop(f)) for f in batch if f in self._ours]
+        ready = [(f, ours) for f, ours in pairs if f.status == "finished"]
+        if ready:
+            try:
+                values = self._client.gather([f for f, _ in ready])
+            except BaseException:  # a result lost with its worker, say: each settles alone
+                pass
+            else:
+                for (_, ours), value in zip(ready, values, strict=True):
+                    ours.set_result(value)
+        for f, ours in pairs:
+            if not ours.done():
+                _settle_one(f, ours)
+
+
+def _settle_one(dask_future: Any, done: Future[Any]) -> None:
+    try:
+        done.set_result(dask_future.result())
+    except BaseException as exc:  # cancelled, KilledWorker, the item's own
+        done.set_exception(exc)
