@@ -248,9 +248,12 @@ class Journal(Protocol):
         lease: bool = True,
         lock_timeout: float = 0.0,
         reopen: bool = False,
+        steps: bool = True,
     ) -> RunState:
         """Create or load a run; with lease, start an attempt unless it already completed (or,
-        with ``reopen``, even then: its steps replay and it completes again)."""
+        with ``reopen``, even then: its steps replay and it completes again). Without lease and
+        with ``steps=False`` the state's steps may be left empty: a look at the run's status and
+        arguments that need not carry a long run's steps."""
         ...
 
     def release_run(self, run_id: str) -> None: ...

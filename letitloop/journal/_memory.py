@@ -193,9 +193,12 @@ class MemoryJournal(RecordWrites):
         lease: bool = True,
         lock_timeout: float = 0.0,
         reopen: bool = False,
+        steps: bool = True,
     ) -> RunState:
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
         req["reopen"] = reopen
+        if not steps:
+            req["head"] = True
         req.update(args=list(args) if args else None, entry=entry, parent=parent)
         req["inv"] = invocation = uuid.uuid4().hex[:12]  # the lease is this call's alone
         deadline = time.monotonic() + lock_timeout

@@ -65,8 +65,9 @@ class RunEntry:
         self.try_started: float | None = None  # the current try: its start and its process's
         self.last_active: float | None = None  # newest record
 
-    def wire(self) -> dict[str, Any]:
-        """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``)."""
+    def wire(self, steps: bool = True) -> dict[str, Any]:
+        """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``); without
+        ``steps``, its header only (a look at its status and arguments before leasing it)."""
         return {
             "run": self.run_id,
             "wf": self.workflow,
@@ -76,7 +77,7 @@ class RunEntry:
             "try": self.tries,
             "result": list(self.result) if self.result else None,
             "error": self.error,
-            "steps": [s["wire"] for s in self.steps.values()],
+            "steps": [s["wire"] for s in self.steps.values()] if steps else [],
             "cost": self.cost_micros,
             "tokens": self.tokens,
             "budget": list(self.budget) if self.budget else None,
@@ -198,7 +199,7 @@ class JournalState:
         entry = self.runs.get(run_id)
         done = entry is not None and entry.status == "completed" and not req.get("reopen")
         if done or not req.get("lease", True):
-            return (entry.wire() if entry else None), []
+            return (entry.wire(not req.get("head")) if entry else None), []
         if entry is not None and entry.status == "cancelled":
             raise cancelled_error(entry)
         if entry is not None and entry.holder not in (None, session):

@@ -253,6 +253,7 @@ class OwnerJournal(RecordWrites):
         self._start_kills = 0
         self.journal_id = ""
         self.owner_pid = 0
+        self.owner_features: frozenset[str] = frozenset()
         self._ready_fd = -1
         self._log_from = 0
         link = self._connect()
@@ -338,6 +339,8 @@ class OwnerJournal(RecordWrites):
             )
         self.journal_id = hello["journal_id"]
         self.owner_pid = hello["pid"]
+        # what this owner accepts beyond its protocol's core (an older owner lists nothing)
+        self.owner_features = frozenset(f for f in hello.get("features") or () if type(f) is str)
 
     def _check_spawned_owner(self) -> bool:
         """The owner we started exited before listening: True if it should be started again
@@ -519,12 +522,15 @@ class OwnerJournal(RecordWrites):
         lease: bool = True,
         lock_timeout: float = 0.0,
         reopen: bool = False,
+        steps: bool = True,
     ) -> RunState:
         req = {"op": "open_run", "run": run_id, "wf": workflow, "key": key, "lease": lease}
         req.update(args=list(args) if args else None, entry=entry, parent=parent)
         req["lock_timeout"] = lock_timeout
         if reopen:
             req["reopen"] = True
+        if not steps and "head" in self.owner_features:  # an older owner sends the steps
+            req["head"] = True
         req["inv"] = invocation = os.urandom(6).hex()  # this call, not the whole process
         state = run_state(self._call(req)["state"])
         if lease and state.status != "completed":

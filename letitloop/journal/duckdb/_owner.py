@@ -592,6 +592,7 @@ class Owner:
             "journal_id": self.store.journal_id,
             "pid": os.getpid(),
             "version": VERSION,
+            "features": ["head"],  # open_run with head=True: the run's header, not its steps
         }
 
     def _entry(self, run_id: str) -> RunEntry:

@@ -34,6 +34,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "lock_timeout": ((*_NUM, _N), False),
         "reopen": ((_B,), False),
         "inv": (_OPT_S, False),  # the invocation (one call in the process) taking the lease
+        "head": ((_B,), False),  # no lease: the run's header only (owner feature "head")
     },
     "append": {
         "recs": ((list,), True),

@@ -226,9 +226,11 @@ class PgJournal(RecordWrites):
         lease: bool = True,
         lock_timeout: float = 0.0,
         reopen: bool = False,
+        steps: bool = True,
     ) -> RunState:
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
         req.update(args=list(args) if args else None, entry=entry, parent=parent, reopen=reopen)
+        req["head"] = not steps  # a look without the steps (the state machine leaves them out)
         if self._held:
             self._flush()
         deadline = time.monotonic() + lock_timeout
