@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres clean labextension vscode adapters
+.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres bench-peers clean labextension vscode adapters
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -74,6 +74,18 @@ bench: install
 # peers go into benchmarks/.venvs/pg-peers (created on first use), never into .venv
 bench-postgres: system-deps install
 	$(BIN)/python benchmarks/postgres.py $(BENCH_ARGS)
+
+# letitloop against LangGraph + SqliteSaver, DBOS on SQLite and Prefect in one run on one disk; each
+# peer gets an environment of its own (.venvs/peers-NAME, pinned in benchmarks/peers/NAME.txt)
+PEERS := langgraph dbos prefect
+.venvs/peers-%/.installed: benchmarks/peers/%.txt | $(BIN)/python
+	$(PYTHON) -m venv .venvs/peers-$*
+	.venvs/peers-$*/bin/python -m pip install --quiet --upgrade pip
+	.venvs/peers-$*/bin/python -m pip install --quiet -r benchmarks/peers/$*.txt
+	touch $@
+
+bench-peers: install $(PEERS:%=.venvs/peers-%/.installed)
+	$(BIN)/python benchmarks/peers.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache *.egg-info
