@@ -170,8 +170,31 @@ def resume_times(journal: str, reps: int) -> list[float]:
     return times
 
 
+def raw_writer_main(dsn: str, run_id: str) -> None:
+    """The writers' floor: a process that commits one journal-shaped row per loop (autocommit
+    INSERT on a held connection, no letitloop), from t0 until t1. N of these side by side are
+    the most single-row commits per second the server and the machine give N clients, which
+    bounds any journal that makes a step durable with one commit."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        print("ready", flush=True)
+        t0, t1 = (float(x) for x in sys.stdin.readline().split())
+        time.sleep(max(0.0, t0 - time.time()))
+        start, i = time.time(), 0
+        while time.time() < t1:
+            conn.execute(
+                "INSERT INTO floor VALUES (%s, %s, %s, %s, %s)", [run_id, 0, i, 1, b"x" * 200]
+            )
+            i += 1
+    print(json.dumps({"steps": i, "start": start, "end": time.time()}), flush=True)
+
+
 def writer_main(journal: str, run_id: str) -> None:
     """A writer process: connect, say ready, read (t0, t1), take durable steps until t1."""
+    if journal.startswith("raw:"):
+        raw_writer_main(journal[4:], run_id)
+        return
     from letitloop import durable, open_journal, step
 
     open_journal(journal).list_runs(limit=1)  # connected, runtime imported
@@ -396,6 +419,14 @@ def measure(plan: Plan, pg: Any, scratch: Path, env: dict[str, str]) -> dict[str
     }
     print(f"[resume] {json.dumps({b: round(v['median'], 2) for b, v in data['resume'].items()})}")
     data["writers"] = {}
+    for count in (4, 16):  # the floor: one bare commit per step, as many clients
+        reps = [
+            writers(f"raw:{floor_db}", count, plan.writer_secs, env)
+            for _ in range(plan.writer_reps)
+        ]
+        rates = [r["steps_per_s"] for r in reps]
+        data["writers"][f"raw/{count}"] = summary(rates) | {"reps": reps}
+        print(f"[writers] bare single-row commits x{count}: {med(rates):,.0f} /s", flush=True)
     for backend, spec in journals.items():
         for count in (4, 16):
             reps = [writers(spec, count, plan.writer_secs, env) for _ in range(plan.writer_reps)]
@@ -474,18 +505,19 @@ def report(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         )
     for key, s in data["writers"].items():
         backend, count = key.split("/")
-        bar = ""
+        bar, ratio = "", ""
+        raw = data["writers"].get(f"raw/{count}")
         if backend == "postgres" and count == "16":
             ok = s["median"] >= BARS["writers16_steps_per_s"]
             bar = f">= {BARS['writers16_steps_per_s']:,.0f} /s {'✔' if ok else '✘'}"
-        rows.append(
-            (
-                f"letitloop on {backend}: {count} writer processes",
-                f"{s['median']:,.0f} steps/s",
-                "",
-                bar,
-            )
+        if backend != "raw" and raw:
+            ratio = f"{s['median'] / raw['median']:.2f}x bare"
+        label = (
+            f"bare single-row commits, {count} client processes (the floor)"
+            if backend == "raw"
+            else f"letitloop on {backend}: {count} writer processes"
         )
+        rows.append((label, f"{s['median']:,.0f} steps/s", ratio, bar))
     lil, peer = data["langgraph_letitloop_pg"]["median"], data["langgraph_postgres_saver"]["median"]
     rows.append(
         (
