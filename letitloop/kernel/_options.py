@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 from letitloop.kernel._errors import ConfigError
+from letitloop.kernel._frozen import frozen
 from letitloop.kernel._policy import Budget, Retry, StepOptions
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 JournalSpec = Union[str, "os.PathLike[str]", "Journal", None]
 
 
-@dataclass(frozen=True)
+@frozen
 class DurableOptions:
     """How a durable function runs.
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 from letitloop.kernel._errors import ConfigError, LetItLoopError
+from letitloop.kernel._frozen import frozen
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class StepTimeout(TimeoutError):
     """An attempt ran past its ``timeout=``."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Retry:
     """How a step retries transient failures.
 
@@ -96,7 +96,7 @@ class Retry:
 NO_RETRY = Retry(attempts=1)
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """What a run may spend. Before a step starts, if what was spent, plus what running steps
     reserved, plus the step's ``estimate=`` would pass it, the run suspends (``BudgetExceeded``);
@@ -147,7 +147,7 @@ def budget_tokens(tokens: object, what: str = "tokens") -> int:
     return tokens
 
 
-@dataclass(frozen=True)
+@frozen
 class StepOptions:
     """Per-step policy; ``@durable`` takes the same fields as defaults for every step."""
 

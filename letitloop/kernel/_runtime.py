@@ -44,6 +44,7 @@ from letitloop.kernel._errors import (
     RunLockedError,
     Suspended,
 )
+from letitloop.kernel._frozen import replace
 from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
@@ -385,9 +386,7 @@ def run_again(
     if opts is None or inner is None:
         raise ConfigError(f"{getattr(fn, '__qualname__', fn)!r} is not a @durable function")
     if opts.journal is None:
-        import dataclasses
-
-        opts = dataclasses.replace(opts, journal=journal)
+        opts = replace(opts, journal=journal)
     inv = _Invocation(opts, inner, args, kwargs, workflow)
     if key is not None:
         inv.key, inv.run_id = key, f"{inv.workflow}:{key}"

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from letitloop.kernel._errors import ApprovalPending, Suspended
+from letitloop.kernel._frozen import fields, replace
 from letitloop.kernel._human import may_wait
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import Budget
@@ -167,7 +168,7 @@ def last_cell(shell: Any, journal: Any = None) -> tuple[str | None, Any]:
 
 
 def _as_kwargs(opts: DurableOptions) -> dict[str, Any]:
-    return {f: getattr(opts, f) for f in opts.__dataclass_fields__}
+    return {f: getattr(opts, f) for f in fields(opts)}
 
 
 def _reset(opts: DurableOptions, run_id: str) -> None:

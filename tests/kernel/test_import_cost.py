@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = [
     "duckdb",
     "asyncio",
+    "dataclasses",
+    "inspect",
+    "dis",
     "logging",
     "concurrent.futures",
     "queue",
@@ -49,7 +53,7 @@ HEAVY = [
 # Not at import, though a resume needs them: the client and its wire (msgpack brings datetime),
 # and what journaling a failed step takes (its traceback, the pickled exception).
 NOT_AT_IMPORT = ["msgpack", "socket", "letitloop.journal.duckdb._client", "datetime"]
-NOT_AT_IMPORT += ["traceback", "pickle"]
+NOT_AT_IMPORT += ["traceback", "ast", "pickle"]  # ast: the traceback's carets (3.11+)
 
 RESUME = """\
 import sys
@@ -234,3 +238,52 @@ def test_async_detection_matches_inspect() -> None:
         assert verdict in (None, inspect.iscoroutinefunction(fn)), fn
     assert coroutine_code(coro) is True and coroutine_code(Obj().m) is True
     assert coroutine_code(sync) is False and coroutine_code(Obj()) is None
+
+
+# -- @frozen against @dataclass(frozen=True) -------------------------------------------------
+
+
+def test_frozen_options_behave_as_frozen_dataclasses() -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    from letitloop import Budget, DurableOptions, Retry, StepOptions
+    from letitloop.kernel._frozen import FrozenInstanceError, fields, replace
+
+    @dataclasses.dataclass(frozen=True)
+    class Twin:  # Retry's fields, declared the standard way
+        attempts: int = 3
+        backoff: float = 1.0
+        multiplier: float = 2.0
+        max_backoff: float = 60.0
+        jitter: bool = True
+        retry_on: tuple[type[BaseException], ...] = ()
+        classify: Callable[[BaseException], str | None] | None = None
+
+    ours, twin = Retry(5, backoff=0.5), Twin(5, backoff=0.5)
+    assert repr(ours).removeprefix("Retry") == repr(twin).removeprefix(
+        "test_frozen_options_behave_as_frozen_dataclasses.<locals>.Twin"
+    )
+    assert str(inspect.signature(Retry)) == str(inspect.signature(Twin))
+    assert fields(Retry) == tuple(f.name for f in dataclasses.fields(Twin))
+    assert ours == Retry(5, backoff=0.5) and ours != Retry(5) and ours != twin
+    assert hash(ours) == hash(Retry(5, backoff=0.5))
+    assert pickle.loads(pickle.dumps(ours)) == ours and copy.deepcopy(ours) == ours
+    with pytest.raises(FrozenInstanceError, match="cannot assign to field 'attempts'"):
+        ours.attempts = 1  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del ours.backoff  # type: ignore[misc]
+    assert replace(ours, attempts=2) == Retry(2, backoff=0.5)
+    with pytest.raises(TypeError, match="no field"):
+        replace(ours, tries=2)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        Retry(tries=2)  # type: ignore[call-arg]
+    from letitloop.kernel._errors import ConfigError
+
+    with pytest.raises(ConfigError):  # __post_init__ validates, on replace too
+        replace(ours, attempts=0)
+    assert Budget(usd=1.5).usd_micros == 1_500_000
+    assert StepOptions().merged(StepOptions(timeout=3)).timeout == 3
+    assert DurableOptions.build(goal_id="g").run_id == "g"
+    assert not [m for m in ("dataclasses",) if m in _loaded("import letitloop.kernel._options")[0]]
