@@ -9,6 +9,8 @@ journal in the same directory (its owner already running). Per-node overhead = (
 saver - baseline wall time of the same repetition) / N. Repetitions interleave the savers so a
 noisy spell hits them alike; figures are medians, and the ratio is ours / SqliteSaver, for both
 LangGraph durability modes ("sync": each checkpoint durable before the next node; "async").
+Then the latest-checkpoint read (``get_tuple`` without a checkpoint id, what every ``invoke``
+starts with) of each saver, on a finished thread and on one of ``--long`` checkpoints.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--dir", default=None, help="scratch directory (default: under .bench/)")
     parser.add_argument("--json", metavar="OUT", help="write the medians to this JSON file")
+    parser.add_argument("--long", type=int, default=1000, help="checkpoints of the long thread")
     args = parser.parse_args()
     reps = 3 if args.quick else 30
     base = Path(args.dir or ROOT / ".bench")
@@ -121,6 +124,18 @@ def main() -> int:
             f"latest checkpoint read: {latest['sqlite']:.3f} ms SqliteSaver, "
             f"{latest['letitloop']:.3f} ms letitloop"
         )
+        # the same read on a thread of many checkpoints (one graph invoked again and again)
+        long_thread: Any = {"configurable": {"thread_id": "long"}}
+        for _ in range(max(1, args.long // (args.nodes + 2))):
+            for name in ("sqlite", "letitloop"):
+                apps[name].invoke({"n": 0}, long_thread, durability="async")
+        count = len(list(LetItLoopCheckpointSaver(journal_path).list(long_thread)))
+        latest_long = {n: latest_read_ms(savers[n], "long") for n in ("sqlite", "letitloop")}
+        print(
+            f"latest checkpoint read, thread of {count} checkpoints: "
+            f"{latest_long['sqlite']:.3f} ms SqliteSaver, {latest_long['letitloop']:.3f} ms "
+            "letitloop"
+        )
         if args.json:
             per_node = {
                 d: {
@@ -135,10 +150,12 @@ def main() -> int:
                 "reps": reps,
                 "per_node": per_node,
                 "latest_read_ms": latest,
+                "long_thread_checkpoints": count,
+                "latest_read_long_ms": latest_long,
             }
             Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
         rows = open_journal(journal_path).list_runs(workflow="langgraph:graph", limit=1000)
-        assert len(rows) == 2 * (reps + 1), len(rows)  # every thread is listed as a run
+        assert len(rows) == 2 * (reps + 1) + 1, len(rows)  # every thread is listed as a run
     finally:
         stop_owner(journal_path)
         shutil.rmtree(scratch, ignore_errors=True)
