@@ -171,7 +171,8 @@ class Log:
         if scan.torn is not None:
             os.truncate(scan.torn[0], scan.torn[1])
             torn = 1
-        if not scan.segments:
+        created = not scan.segments
+        if created:
             with open(self._name(folded_lsn), "ab"):  # the first segment of a new log
                 pass
             scan.segments = [folded_lsn]
@@ -179,8 +180,9 @@ class Log:
         self.size = os.path.getsize(self._name(self.start))
         out = scan.records
         self.fd = os.open(self._name(self.start), _APPEND_FLAGS)
-        os.fsync(self.fd)  # a truncation must be durable before new appends
-        _fsync_dir(self.path)
+        if torn or created:  # (what the log held was written synced: nothing else to sync)
+            os.fsync(self.fd)  # a truncation must be durable before new appends
+            _fsync_dir(self.path)
         return out, torn
 
     def append(self, buf: bytes) -> int:

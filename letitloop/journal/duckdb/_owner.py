@@ -44,7 +44,7 @@ from letitloop.journal._state import (
     reset_record,
     resolve_record,
 )
-from letitloop.journal.duckdb import _files, _wire
+from letitloop.journal.duckdb import _files, _warm, _wire
 from letitloop.journal.duckdb._checkpoint_heads import Heads
 from letitloop.journal.duckdb._log import Log, disk_full, frame
 from letitloop.journal.duckdb._reads import READS
@@ -53,6 +53,7 @@ from letitloop.journal.duckdb._requests import decode as decode_request
 from letitloop.kernel._errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
 
 if TYPE_CHECKING:
+    from letitloop.journal.duckdb._notify import Notifier
     from letitloop.journal.duckdb._store import Store
 
 # how long acknowledged records may wait for the database thread (every read folds first):
@@ -62,6 +63,12 @@ FOLD_BATCH = 2000  # this many waiting records are folded at once
 # runs kept in memory; older idle ones are reloaded from DuckDB when touched again
 MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
 HOLD_DELAY = 0.05  # records nobody waits for are written within this, or with the next ack
+# a warm start (see _warm) opens DuckDB once no request came for WARM_QUIET seconds (importing
+# it holds the interpreter's lock for ~100 ms, which would stall the first replies), once a
+# request needs it, or after WARM_MAX seconds at the latest
+WARM_QUIET = env_float("LIL_OWNER_WARM_QUIET", 0.1)
+WARM_MAX = env_float("LIL_OWNER_WARM_MAX", 2.0)
+SNAPSHOT_SECONDS = 1.0  # what a clean stop may spend reading the snapshot's runs from DuckDB
 
 
 # bytes a client may leave unread (replies, pushes) before it is dropped; one message of any
@@ -150,16 +157,14 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 class Owner:
+    store: Store  # set once DuckDB is open (at once, or by the database thread: see _warm)
+    notifier: Notifier
+
     def __init__(self, paths: JournalPaths, idle: float) -> None:
         self.paths = paths
         self.idle = idle
-        from letitloop.journal.duckdb._store import Store  # duckdb: only once this owner won
-
         self.started = time.time()
         self.share_gid = _files.share_gid(paths)
-        self.store: Store = Store(paths.db)
-        self.log = Log(paths.log_dir)
-        _files.protect_existing(paths, self.share_gid)
         self.state = JournalState()
         self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
@@ -180,20 +185,25 @@ class Owner:
         # written with the next acknowledged batch, or after HOLD_DELAY, saving a write per step
         self.held: list[Record] = []
         self.held_since = 0.0
+        # a warm start serves the snapshot's runs at once; what needs DuckDB waits for it
+        self.db_ready = False
+        self.load_now = threading.Event()  # the database thread may open DuckDB now
+        self.last_request = time.monotonic()
+        self.deferred: list[tuple[Conn, dict[str, Any]]] = []
+        self.deferring: set[Conn] = set()  # connections with a deferred request: all of theirs wait
+        self.kick_pending = False
         t0 = time.perf_counter()
-        items, torn = self.log.recover(self.store.folded_lsn)
-        self.stats["torn_tails_cut"] = torn
-        recs = self.store.decode(items)  # a record that cannot be read is quarantined
-        self.store.fold(recs)  # recovery folds the unfolded suffix before serving
-        self.log.drop_folded(self.store.folded_lsn)
-        self.known = self.store.known_runs()
-        self.stats["replayed"] = len(recs)
+        warm, why = _warm.take(paths)
+        self.log = Log(paths.log_dir)
+        if warm is not None:
+            why = self._warm_start(warm)
+        self.stats["warm"] = why or f"{len(self.state.runs)} runs"
+        if not self.db_ready and why:
+            self._cold_start()
         self.stats["recovery_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
         from letitloop.journal._limits import Buckets
-        from letitloop.journal.duckdb import _notify
 
         self.buckets = Buckets()  # shared rate limits: in memory, they refill whatever happens
-        self.notifier = _notify.start(self.store, paths.db)  # before serving: see _notify
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
         # connections whose output waits or that died while the database thread sent to them
@@ -203,6 +213,127 @@ class Owner:
         self.accept_backoff = 0.0
         self.socket_checked = 0.0
         self.socket_id: tuple[int, int] | None = None
+
+    # -- starting and stopping ----------------------------------------------------------------
+
+    def _cold_start(self) -> None:
+        """Open DuckDB, fold what the log holds after its watermark, then serve (the usual)."""
+        from letitloop.journal.duckdb import _notify
+        from letitloop.journal.duckdb._store import Store  # duckdb: only once this owner won
+
+        self.store = Store(self.paths.db)
+        _files.protect_existing(self.paths, self.share_gid)
+        items, torn = self.log.recover(self.store.folded_lsn)
+        self.stats["torn_tails_cut"] = torn
+        recs = self.store.decode(items)  # a record that cannot be read is quarantined
+        self.store.fold(recs)  # recovery folds the unfolded suffix before serving
+        self.log.drop_folded(self.store.folded_lsn)
+        self.known = self.store.known_runs()
+        self.stats["replayed"] = len(recs)
+        self.notifier = _notify.start(self.store, self.paths.db)  # before serving: see _notify
+        self.db_ready = True
+        self.load_now.set()
+
+    def _warm_start(self, warm: _warm.Warm) -> str:
+        """Serve from a verified snapshot if the log holds nothing after it; "" if it does,
+        else why not (the caller then starts cold). DuckDB is opened by the database thread."""
+        scan = self.log.scan(warm.folded_lsn)
+        if scan.records or scan.damage or scan.torn is not None or scan.end != warm.folded_lsn:
+            return "stale: the log holds records written after it"
+        try:
+            runs = {data["run"]: _entry_from(data) for data in warm.runs}
+        except (KeyError, TypeError, ValueError, IndexError):
+            return "unreadable runs"
+        _items, torn = self.log.recover(warm.folded_lsn)  # nothing to replay: opens for appends
+        self.stats["torn_tails_cut"] = torn
+        self.stats["replayed"] = 0
+        _files.protect_existing(self.paths, self.share_gid)
+        self.state.runs.update(runs)
+        self.known = set(runs)  # every run DuckDB has joins when it is open
+        self.journal_id, self.schema_version, self.warm_lsn = (
+            warm.journal_id,
+            warm.schema,
+            warm.folded_lsn,
+        )
+        return ""
+
+    def _open_db(self) -> None:
+        """Database thread, warm start: open DuckDB when the event loop allows (see WARM_QUIET),
+        then hand the event loop the runs DuckDB knows and the requests that waited for it."""
+        self.load_now.wait(WARM_MAX)
+        t0 = time.perf_counter()
+        from letitloop.journal.duckdb import _notify
+        from letitloop.journal.duckdb._store import Store
+
+        try:
+            store = Store(self.paths.db)
+        except LetItLoopError as exc:  # said plainly, as main() does: clients show this log
+            print(f"error: {exc.message}\n  fix: {exc.fix}", file=sys.stderr, flush=True)
+            os._exit(2)
+        if store.journal_id != self.journal_id or store.folded_lsn != self.warm_lsn:
+            print(
+                f"error: the journal {self.paths.db} is not the one its warm-start snapshot "
+                f"described (journal {store.journal_id} folded to {store.folded_lsn}, snapshot "
+                f"{self.journal_id} at {self.warm_lsn}); every acknowledged record is in its log\n"
+                "  fix: run the workflow again: the next owner starts from DuckDB and its log",
+                file=sys.stderr,
+                flush=True,
+            )
+            os._exit(70)
+        known = store.known_runs()
+        self.store = store
+        self.notifier = _notify.start(store, self.paths.db)  # before any fold: see _notify
+        ms = round((time.perf_counter() - t0) * 1e3, 1)
+        print(f"DUCKDB open in {ms} ms, {time.time() - self.started:.3f} s after start", flush=True)
+        self.inbox.append(("ready", known))
+        self.wake_w.send(b"x")
+
+    def _db_ready(self, known: set[str], batch: Any, replies: Any) -> None:
+        """Event loop: DuckDB is open; handle, in order, the requests that waited for it."""
+        self.known |= known
+        self.db_ready = True
+        if self.kick_pending:
+            self.notifier.kick()
+        waited, self.deferred = self.deferred, []
+        self.deferring.clear()
+        for conn, req in waited:
+            self._redo(conn, req, batch, replies)
+
+    def _needs_db(self, conn: Conn, op: Any, req: dict[str, Any]) -> bool:
+        """Before DuckDB is open: whether a request must wait for it (a run the snapshot does not
+        hold may be in DuckDB; a connection's requests are handled in order)."""
+        if op in READS:
+            self.load_now.set()  # reads wait in the database thread's queue
+        if conn in self.deferring or op in ("notices", "notice_retry"):
+            return True
+        runs = self.state.runs
+        if op == "append":
+            return any(rec.get("run") and rec["run"] not in runs for rec in req["recs"])
+        if op == "relock":
+            return any(rid not in runs for rid in req["runs"])
+        run_id = req.get("run")
+        return bool(run_id) and op not in READS and op != "output" and run_id not in runs
+
+    def _snapshot(self) -> None:
+        """At a clean stop, everything folded, DuckDB still open: the unfinished runs in memory,
+        most recently updated first, as DuckDB has them (written once DuckDB is closed)."""
+        if self.store.folded_lsn != self.log.end:
+            self._warm_runs: list[dict[str, Any]] | None = None
+            return
+        unfinished = sorted(
+            (e for e in self.state.runs.values() if e.status != "completed"),
+            key=lambda e: e.updated,
+            reverse=True,
+        )
+        runs = []
+        until = time.monotonic() + SNAPSHOT_SECONDS
+        for entry in unfinished[: _warm.MAX_RUNS]:
+            data = self.store.load_run(entry.run_id)
+            if data is not None:
+                runs.append(data)
+            if time.monotonic() > until:  # a stop must not wait long for it
+                break
+        self._warm_runs = runs
 
     # -- serving ------------------------------------------------------------------------------
 
@@ -352,10 +483,14 @@ class Owner:
             self.sel.register(self.listener, selectors.EVENT_READ)
         if now - self.socket_checked > SOCKET_CHECK:
             self._check_socket()
+        if not self.load_now.is_set() and now - self.last_request >= WARM_QUIET:
+            self.load_now.set()
         while self.inbox:
             item = self.inbox.popleft()
             if item[0] == "loaded":
                 self._loaded(item[1], item[2], batch, replies)
+            elif item[0] == "ready":
+                self._db_ready(item[1], batch, replies)
             elif item[0] == "retry":
                 for _, conn, req in item[1]:
                     self._redo(conn, req, batch, replies)
@@ -383,7 +518,8 @@ class Owner:
         if self.conns:
             self.last_active = time.monotonic()
         elif time.monotonic() - self.last_active > self.idle and not self.loading:
-            if self.notifier.busy:  # a notification's retries keep it up another idle period
+            # a notification's retries keep it up another idle period
+            if self.db_ready and self.notifier.busy:
                 self.last_active = time.monotonic()
             else:
                 self.stopping = True
@@ -395,6 +531,8 @@ class Owner:
         if self.accept_paused_until:
             deadlines.append(self.accept_paused_until)
         deadlines.append(self.socket_checked + SOCKET_CHECK)
+        if not self.load_now.is_set():
+            deadlines.append(self.last_request + WARM_QUIET)
         idle_at = self.last_active + self.idle - time.monotonic()
         return max(0.0, min([idle_at, *[d - time.monotonic() for d in deadlines]]) + 0.001)
 
@@ -408,6 +546,7 @@ class Owner:
         if not data:
             self._drop(conn)
             return
+        self.last_request = time.monotonic()
         conn.buf += data
         while len(conn.buf) >= 4 and conn.alive:
             (n,) = _wire.LEN.unpack_from(conn.buf)
@@ -484,6 +623,11 @@ class Owner:
             return
         if conn.session is None:
             raise JournalError("the first request on a connection must be hello")
+        if not self.db_ready and self._needs_db(conn, op, req):
+            self.deferred.append((conn, req))
+            self.deferring.add(conn)
+            self.load_now.set()
+            return
         run_id: str = req.get("run") or ""
         unloaded = run_id and run_id not in self.state.runs and run_id in self.known
         if (
@@ -588,8 +732,8 @@ class Owner:
         return {
             "ok": True,
             "protocol": _wire.PROTOCOL,
-            "schema": self.store.schema_version,
-            "journal_id": self.store.journal_id,
+            "schema": self.schema_version if not self.db_ready else self.store.schema_version,
+            "journal_id": self.journal_id if not self.db_ready else self.store.journal_id,
             "pid": os.getpid(),
             "version": VERSION,
             "features": ["head"],  # open_run with head=True: the run's header, not its steps
@@ -710,8 +854,11 @@ class Owner:
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
         self.lg_heads.apply(items)
         if any(rec["k"] in _NOTIFYING for rec in records):
-            self.notifier.kick()
-        if len(self.state.runs) > MAX_LOADED_RUNS:
+            if self.db_ready:
+                self.notifier.kick()
+            else:
+                self.kick_pending = True
+        if len(self.state.runs) > MAX_LOADED_RUNS and self.db_ready:
             self._evict()
         self._push(items)
 
@@ -740,6 +887,8 @@ class Owner:
 
     def _db_thread(self) -> None:
         try:
+            if not self.db_ready:
+                self._open_db()
             while True:
                 wait = 1.0
                 if self.to_fold:
@@ -809,11 +958,24 @@ class Owner:
             self.paths.socket.unlink()
         except FileNotFoundError:
             pass
+        self.load_now.set()  # a warm start that served without DuckDB folds it all now
         self.jobs.put(("exit",))
         self.db_thread.join()
+        self._snapshot()
         self.notifier.close()
         self.store.close()
         self.log.seal(self.store.folded_lsn)  # all folded: the log need not keep a byte
+        if self._warm_runs is not None:  # after close: it names the DuckDB file as closed
+            try:
+                _warm.write(
+                    self.paths,
+                    self.store.journal_id,
+                    self.store.schema_version,
+                    self.store.folded_lsn,
+                    self._warm_runs,
+                )
+            except (OSError, LetItLoopError) as exc:  # the next owner starts cold: said here
+                print(f"warm-start snapshot not written: {exc}", file=sys.stderr, flush=True)
         self.log.close()
         try:
             self.paths.pid_file.unlink()
