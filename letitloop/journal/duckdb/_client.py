@@ -105,6 +105,18 @@ def stop_owner(spec: str | os.PathLike[str] | None = None, timeout: float = 10.0
     return pid
 
 
+def _owner_path() -> list[str]:
+    """The owner's module path (it starts with ``-S``, without ``site``): this package's root,
+    then this process's path as ``site`` and ``PYTHONPATH`` made it, less the script's own
+    directory, so the owner imports the same letitloop, msgpack and duckdb as its client."""
+    pkg_root = str(Path(__file__).resolve().parents[3])  # holds letitloop/
+    out = [pkg_root]
+    for entry in sys.path[0 if sys.flags.safe_path else 1 :]:
+        if entry and entry not in out:
+            out.append(entry)
+    return out
+
+
 def _raise(error: dict[str, Any]) -> None:
     cls = getattr(_errors, str(error.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, LetItLoopError)):
@@ -391,8 +403,7 @@ class OwnerJournal(RecordWrites):
         _reap()
         self.paths.root.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
-        pkg_root = str(Path(__file__).resolve().parents[3])  # holds letitloop/
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_root, env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(_owner_path())
         if self._ready_fd >= 0:
             os.close(self._ready_fd)
         self._ready_fd, ready_w = os.pipe()
@@ -402,6 +413,7 @@ class OwnerJournal(RecordWrites):
             proc = subprocess.Popen(
                 [
                     sys.executable,
+                    "-S",  # no site: its .pth files cost more than the owner's own imports
                     "-m",
                     "letitloop.journal.duckdb._owner",
                     "--journal",
