@@ -205,9 +205,35 @@ _CORPUS: list[dict[str, Any]] = [
     {"op": "relock", "runs": ["fuzz:r"]},
     {"op": "release", "run": "fuzz:r"},
     {"op": "resolve", "run": "fuzz:r", "marker": 0, "res": "done", "by": "fuzz"},
+    {"op": "hello", "session": "fuzz"},
+    {"op": "open_run", "run": "fuzz:r", "wf": "fuzz", "key": "r", "lease": False, "head": True},
+    {"op": "rearm", "run": "fuzz:r", "step": 0, "by": "fuzz"},
+    {"op": "budget", "run": "fuzz:r", "usd": 5, "tokens": None, "by": "fuzz"},
+    {"op": "reset", "run": "fuzz:r", "by": "fuzz"},
+    {"op": "results", "runs": ["fuzz:r", "fuzz:other"]},
+    {"op": "sql", "sql": "SELECT count(*) FROM runs"},
+    {"op": "stats"},
+    {"op": "gc", "older_than": 1e9, "statuses": ["completed"]},  # sent as stats (see _mutate)
+    {"op": "stop"},  # sent as stats
+    {"op": "cache_list", "limit": 3},
+    {"op": "proposals", "state": None},
+    {"op": "quarantine", "action": None, "lsn": None},
+    {"op": "limit", "act": "take", "name": "fuzz", "rpm": 60, "tpm": None, "tokens": 1},
+    {"op": "capacity"},
+    {"op": "notices", "state": None, "limit": 3},
+    {"op": "notice_retry", "key": "k"},
 ]
 _VALUES: list[Any] = [None, True, -1, 0, 2**63, 2**64 - 1, 1.5, float("nan"), "", "x" * 300, b"\0"]
 _VALUES += [[], [1, "a"], {}, {"k": "step"}, {"op": "stop"}]
+
+
+def test_the_fuzzer_corpus_holds_every_operation_the_owner_accepts() -> None:
+    """A new owner operation is fuzzed too: the corpus has a well-formed request of each."""
+    from letitloop.journal.duckdb._requests import SHAPES, check
+
+    assert {req["op"] for req in _CORPUS} == set(SHAPES)
+    for req in _CORPUS:
+        check(req)  # each seed is a valid request, so mutations start from real shapes
 
 
 def _mutate(rng: random.Random) -> bytes:
