@@ -31,6 +31,10 @@ from pathlib import Path
 from letitloop.kernel._errors import DiskFullError, JournalError
 
 HEADER = struct.Struct("<II")
+_LEN = struct.Struct("<I")
+# frames larger than this are written from where they are (writev), smaller ones joined first
+_GATHER = 16 << 10
+_IOV_MAX = 512  # buffers per writev call (Linux allows 1024)
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC
 SEGMENT_BYTES = 8 << 20  # folded segments are deleted whole: small ones keep the log small
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -66,8 +70,14 @@ class Scan:
 
 def frame(payload: bytes) -> bytes:
     """A log frame; the CRC covers the length too, so a garbled header is caught."""
-    n = struct.pack("<I", len(payload))
-    return HEADER.pack(len(payload), zlib.crc32(payload, zlib.crc32(n))) + payload
+    head, _ = frame_parts(payload)
+    return head + payload
+
+
+def frame_parts(payload: bytes) -> tuple[bytes, bytes]:
+    """A log frame as its header and its payload, so a large payload is written uncopied."""
+    n = _LEN.pack(len(payload))
+    return HEADER.pack(len(payload), zlib.crc32(payload, zlib.crc32(n))), payload
 
 
 class Log:
@@ -185,19 +195,42 @@ class Log:
             _fsync_dir(self.path)
         return out, torn
 
-    def append(self, buf: bytes) -> int:
+    def append_frames(self, frames: list[tuple[bytes, bytes]]) -> int:
+        """Write frames (header, payload) durably, as ``append`` does, without joining large
+        payloads into one buffer first: one synced ``writev`` for a batch, usually."""
+        parts: list[bytes] = []
+        small: list[bytes] = []
+        for head, payload in frames:
+            if len(payload) < _GATHER:
+                small += (head, payload)
+                continue
+            if small:
+                parts.append(b"".join(small))
+                small = []
+            parts += (head, payload)
+        if small:
+            parts.append(b"".join(small))
+        if len(parts) == 1:
+            return self.append(parts[0])
+        return self.append(parts)
+
+    def append(self, buf: bytes | list[bytes]) -> int:
         """Write a batch of frames durably (one synced write, usually) and return the end LSN.
 
         An exception here must end the owner: after a failed sync (EIO) the page cache cannot be
         trusted, so it is never retried. A full disk (ENOSPC) raises ``DiskFullError`` naming
         the segment, once whatever part of the batch was written is cut off again.
         """
+        size = len(buf) if isinstance(buf, bytes) else sum(len(b) for b in buf)
         try:
             if self.size >= self.segment_bytes:
                 self._rotate()
-            view = memoryview(buf)
-            while view:
-                view = view[os.write(self.fd, view) :]
+            if isinstance(buf, bytes):
+                view = memoryview(buf)
+                while view:
+                    view = view[os.write(self.fd, view) :]
+            else:
+                _writev_all(self.fd, buf)
         except OSError as exc:
             if exc.errno not in _FULL:
                 raise
@@ -205,12 +238,12 @@ class Log:
             segment = self._name(self.start)
             raise DiskFullError(
                 f"no space left on the device holding the journal's log ({segment}): a write "
-                f"of {len(buf)} bytes was refused ({exc.strerror}); nothing of it was kept",
+                f"of {size} bytes was refused ({exc.strerror}); nothing of it was kept",
                 fix=f"free space on the disk of {self.path.parent} (see `df -h "
                 f"{self.path.parent}`), then run the workflow again: it continues after its "
                 "last acknowledged step",
             ) from None
-        self.size += len(buf)
+        self.size += size
         return self.start + self.size
 
     @property
@@ -317,6 +350,18 @@ def _frames_from(data: bytes, off: int) -> Iterator[tuple[int, bytes]]:
             return
         off += HEADER.size + n
         yield off, body
+
+
+def _writev_all(fd: int, bufs: list[bytes]) -> None:
+    """Write every buffer in order (a short write continues where it stopped)."""
+    views = [memoryview(b) for b in bufs if b]
+    while views:
+        k = os.writev(fd, views[:_IOV_MAX])
+        while views and k >= len(views[0]):
+            k -= len(views[0])
+            views.pop(0)
+        if k:
+            views[0] = views[0][k:]
 
 
 def _fsync_dir(path: Path) -> None:

@@ -46,7 +46,7 @@ from letitloop.journal._state import (
 )
 from letitloop.journal.duckdb import _files, _warm, _wire
 from letitloop.journal.duckdb._checkpoint_heads import Heads
-from letitloop.journal.duckdb._log import Log, disk_full, frame
+from letitloop.journal.duckdb._log import Log, disk_full, frame_parts
 from letitloop.journal.duckdb._reads import READS
 from letitloop.journal.duckdb._requests import BadRequest
 from letitloop.journal.duckdb._requests import decode as decode_request
@@ -57,9 +57,15 @@ if TYPE_CHECKING:
     from letitloop.journal.duckdb._store import Store
 
 # how long acknowledged records may wait for the database thread (every read folds first):
-# a fold costs a few statements whatever its size, so records are folded in batches
-FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 0.2)
-FOLD_BATCH = 2000  # this many waiting records are folded at once
+# a fold costs ~40 ms of DuckDB statements whatever its size (and ~40 us a record), so records
+# are folded in batches: after FOLD_DELAY, or as soon as FOLD_BATCH wait (a bounded fold lag)
+FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 1.0)
+FOLD_BATCH = 2000
+# back-pressure: while this many acknowledged records wait for the database thread, the event
+# loop reads no requests, so a burst of writers cannot leave a read waiting for an unbounded fold
+MAX_FOLD_LAG = int(env_float("LIL_OWNER_MAX_FOLD_LAG", 4 * FOLD_BATCH))
+_FOLD_NOW = min(FOLD_BATCH, MAX_FOLD_LAG)  # this many waiting records are folded at once
+RECV_BYTES = 1 << 18  # one recv takes a 100 KB step output whole
 # runs kept in memory; older idle ones are reloaded from DuckDB when touched again
 MAX_LOADED_RUNS = int(env_float("LIL_OWNER_MAX_RUNS", 2000))
 HOLD_DELAY = 0.05  # records nobody waits for are written within this, or with the next ack
@@ -77,6 +83,8 @@ MAX_UNREAD = int(env_float("LIL_OWNER_MAX_UNREAD", 4 << 20))
 SOCKET_CHECK = 1.0  # seconds between checks that the socket file is still ours
 SENT, PENDING, DEAD = 0, 1, 2  # what Conn.send did
 _NOTIFYING = frozenset({"step", "err", "fail", "suspend"})  # kinds the notifier may act on
+_TICK = ("tick",)  # a database-thread job: records began waiting (or FOLD_BATCH of them do)
+_TICK = ("tick",)  # a database-thread job: records began waiting (or FOLD_BATCH of them do)
 
 
 class Conn:
@@ -168,11 +176,12 @@ class Owner:
         self.state = JournalState()
         self.stats: dict[str, Any] = {"acked": 0, "fsyncs": 0, "torn_tails_cut": 0}
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        # acknowledged records waiting for the database thread; appending wakes nobody, the
-        # thread folds when the oldest has waited FOLD_DELAY, when FOLD_BATCH wait, and before
-        # every read (read-your-writes)
+        # acknowledged records waiting for the database thread, which folds them when the
+        # oldest has waited FOLD_DELAY, when FOLD_BATCH wait, and before every read
+        # (read-your-writes); appending wakes it only when either moment starts or arrives
         self.to_fold: deque[tuple[int, Record]] = deque()
         self.unfolded_since = 0.0  # when to_fold last went from empty to not
+        self.folded = threading.Event()  # set by the database thread after each fold
         self.inbox: deque[tuple[Any, ...]] = deque()
         self.lg_heads = Heads()  # each graph thread's newest checkpoint, answered from memory
         self.loading: dict[str, list[tuple[Conn, dict[str, Any]]]] = {}
@@ -460,6 +469,8 @@ class Owner:
         batch: list[tuple[Record, bool]] = []
         replies: list[tuple[Conn, Any]] = []
         self.writers = set()
+        if len(self.to_fold) >= MAX_FOLD_LAG:
+            self._fold_lag()
         for key, events in self.sel.select(timeout=self._timeout()):
             sock = key.fileobj
             if sock is self.listener:
@@ -524,6 +535,21 @@ class Owner:
             else:
                 self.stopping = True
 
+    def _fold_lag(self) -> None:
+        """Back-pressure: wait (reading no request) until the database thread took the records
+        that wait for it, so the lag of DuckDB behind the log stays bounded whatever the load."""
+        t0 = time.monotonic()
+        while len(self.to_fold) >= MAX_FOLD_LAG and not self.stopping:
+            self.folded.clear()
+            self.jobs.put(_TICK)
+            self.folded.wait(0.05)
+            if not self.db_thread.is_alive():
+                return
+        self.stats["lag_waits"] = self.stats.get("lag_waits", 0) + 1
+        self.stats["lag_wait_ms"] = round(
+            self.stats.get("lag_wait_ms", 0.0) + (time.monotonic() - t0) * 1e3, 1
+        )
+
     def _timeout(self) -> float:
         deadlines = [d for ws in self.waiters.values() for d, _, _ in ws]
         if self.held:
@@ -537,8 +563,10 @@ class Owner:
         return max(0.0, min([idle_at, *[d - time.monotonic() for d in deadlines]]) + 0.001)
 
     def _read(self, conn: Conn, batch: list[Any], replies: list[Any]) -> None:
+        """Handle every whole request that arrived; requests are decoded where the socket put
+        them (a step's output is not copied), only a partial one waits in ``conn.buf``."""
         try:
-            data = conn.sock.recv(65536)
+            data = conn.sock.recv(RECV_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -547,9 +575,16 @@ class Owner:
             self._drop(conn)
             return
         self.last_request = time.monotonic()
-        conn.buf += data
-        while len(conn.buf) >= 4 and conn.alive:
-            (n,) = _wire.LEN.unpack_from(conn.buf)
+        if conn.buf:  # the rest of a request: joined once it is whole
+            conn.buf += data
+            if len(conn.buf) >= 4:
+                (n,) = _wire.LEN.unpack_from(conn.buf)
+                if n <= _wire.MAX_REQUEST and len(conn.buf) < 4 + n:
+                    return
+            data, conn.buf = bytes(conn.buf), bytearray()
+        off, end = 0, len(data)
+        while end - off >= 4 and conn.alive:
+            (n,) = _wire.LEN.unpack_from(data, off)
             if n > _wire.MAX_REQUEST:  # refused before buffering it; the stream cannot resync
                 exc = BadRequest(
                     f"a request of {n} bytes exceeds the journal's limit of "
@@ -559,10 +594,10 @@ class Owner:
                 conn.send(_error(exc))
                 self._drop(conn)
                 return
-            if len(conn.buf) < 4 + n:
+            if end - off < 4 + n:
                 break
-            body = bytes(conn.buf[4 : 4 + n])
-            del conn.buf[: 4 + n]
+            body = memoryview(data)[off + 4 : off + 4 + n]
+            off += 4 + n
             if conn.refused is not None:  # another user: told why at its first request
                 self._send(conn, _error(JournalError(conn.refused, fix=_files.SHARE_FIX)))
                 self._drop(conn)
@@ -580,6 +615,8 @@ class Owner:
                 replies.append((conn, _re(req, _error(exc))))
             if len(batch) > before:
                 self.writers.add(conn)
+        if off < end and conn.alive:
+            conn.buf = bytearray(memoryview(data)[off:])
 
     def _drop(self, conn: Conn) -> None:
         if conn.sock not in self.conns:
@@ -838,26 +875,29 @@ class Owner:
                 return
         records = self.held + [rec for rec, _ in batch]
         self.held = []
-        frames = [frame(msgpack.packb(rec, use_bin_type=True)) for rec in records]
-        lsn = self.log.append(b"".join(frames)) - sum(len(f) for f in frames)
+        frames = [frame_parts(msgpack.packb(rec, use_bin_type=True)) for rec in records]
+        lsn = self.log.append_frames(frames) - sum(len(h) + len(p) for h, p in frames)
         self.stats["acked"] += len(records)
         self.stats["fsyncs"] += 1
         items = []
-        for rec, f in zip(records, frames, strict=True):
-            lsn += len(f)
+        for rec, (head, payload) in zip(records, frames, strict=True):
+            lsn += len(head) + len(payload)
             items.append((lsn, rec))
             entry = self.state.runs.get(rec["run"])
             if entry is not None:
                 entry.last_lsn = lsn
-        if not self.to_fold:
+        waiting = len(self.to_fold)
+        if not waiting:
             self.unfolded_since = time.monotonic()
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
+        if not waiting or waiting < _FOLD_NOW <= waiting + len(items):
+            self.jobs.put(_TICK)  # the database thread's wait starts now, or is over
         self.lg_heads.apply(items)
         if any(rec["k"] in _NOTIFYING for rec in records):
-            if self.db_ready:
-                self.notifier.kick()
-            else:
+            if not self.db_ready:
                 self.kick_pending = True
+            elif self.notifier.outbox is not None:
+                self.notifier.kick()  # (nothing to scan without a configured outbox)
         if len(self.state.runs) > MAX_LOADED_RUNS and self.db_ready:
             self._evict()
         self._push(items)
@@ -893,15 +933,15 @@ class Owner:
                 wait = 1.0
                 if self.to_fold:
                     wait = max(0.0, self.unfolded_since + FOLD_DELAY - time.monotonic())
-                    if len(self.to_fold) >= FOLD_BATCH:
+                    if len(self.to_fold) >= _FOLD_NOW:
                         wait = 0.0
                 try:
                     job: tuple[Any, ...] | None = self.jobs.get(timeout=wait)
                 except queue.Empty:
                     job = None
-                if job is not None or self._fold_due():
+                if (job is not None and job is not _TICK) or self._fold_due():
                     self._fold()
-                if job is None:
+                if job is None or job is _TICK:
                     continue
                 if job[0] == "exit":
                     return
@@ -927,7 +967,7 @@ class Owner:
         if not self.to_fold:
             return False
         waited = time.monotonic() - self.unfolded_since
-        return waited >= FOLD_DELAY or len(self.to_fold) >= FOLD_BATCH
+        return waited >= FOLD_DELAY or len(self.to_fold) >= _FOLD_NOW
 
     def _fold(self) -> None:
         items = []
@@ -936,6 +976,7 @@ class Owner:
         if items:
             self.store.fold(items)
             self.log.drop_folded(self.store.folded_lsn)
+            self.folded.set()
 
     def _db_job(self, job: tuple[Any, ...]) -> None:
         if job[0] == "load":
