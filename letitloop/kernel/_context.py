@@ -74,6 +74,16 @@ class RunContext:
             self._next += 1
             return pos
 
+    def take_step(self, kind: str, name: str, fp: str) -> tuple[int, StepRecord | None]:
+        """``take_position`` and ``replayed`` in one call, for the step path of every replay."""
+        with self._lock:
+            pos = self._next
+            self._next = pos + 1
+        rec = self.recorded.get(pos)
+        if rec is None or (rec.fingerprint == fp and rec.name == name and rec.kind == kind):
+            return pos, rec
+        return pos, self.replayed(pos, kind, name, fp)
+
     @property
     def next_position(self) -> int:
         return self._next
@@ -145,6 +155,8 @@ class RunContext:
         rec = self.recorded.get(pos)
         if rec is None:
             return None
+        if rec.fingerprint == fp and rec.name == name and rec.kind == kind:
+            return rec  # the same call as journaled: the replay's hot path
         changed = rec.kind != kind or rec.name != name
         # "*": a step a fork copied (journal._fork.ANY_INPUT) replays whatever its inputs now are
         other_input = rec.fingerprint != fp and rec.fingerprint != "*"

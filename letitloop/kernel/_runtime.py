@@ -465,18 +465,24 @@ def _begin_step(
     ctx: RunContext, name: str, kind: str, fn: Callable[..., Any], args: Any, kwargs: Any
 ) -> Any:
     """Position, fingerprint and what replay says: a finished record, or the attempt to run."""
-    pos = ctx.take_position()
-    fp = fingerprint(args, kwargs)
+    fp = fingerprint(args, kwargs)  # never raises: the position is taken right after it
     if ctx.on_change == "rerun":  # an edited step function counts as a change too
         fp += ":" + code_digest(fn)
-    rec = ctx.replayed(pos, kind, name, fp)
-    if rec is not None and rec.status == "completed":
-        return pos, fp, rec, 0
-    if rec is not None and is_dead(rec):  # stays stopped until someone re-arms it
+    pos, rec = ctx.take_step(kind, name, fp)
+    return pos, fp, rec, _attempt_at(ctx, name, pos, rec)
+
+
+def _attempt_at(ctx: RunContext, name: str, pos: int, rec: StepRecord | None) -> int:
+    """0 if the journal's record at ``pos`` is the outcome to replay, else the attempt to run."""
+    if rec is None:
+        return ctx.first_attempt(pos)
+    if rec.status == "completed":
+        return 0
+    if is_dead(rec):  # stays stopped until someone re-arms it
         raise dead_lettered(ctx.run_id, name, pos, "its last journaled attempt")
-    if rec is not None and rec.status == "failed" and ctx.has_later(_span_last(rec, pos)):
-        return pos, fp, rec, 0
-    return pos, fp, rec, (rec.attempt + 1 if rec else ctx.first_attempt(pos))
+    if rec.status == "failed" and ctx.has_later(_span_last(rec, pos)):
+        return 0
+    return rec.attempt + 1
 
 
 def _span_last(rec: StepRecord, pos: int) -> int:
@@ -520,16 +526,30 @@ def step(name: str, fn: Callable[..., R], /, *args: Any, _kind: str = "step", **
     ctx = current_run.get() or require_run("step()")
     if type(name) is not str or not name or not name.isprintable():  # hot path: a quick look
         _check_name(name, "step")
-    opts = ctx.defaults.merged(pop_step_options(kwargs))
-    pos, fp, rec, att = _begin_step(ctx, name, _kind, fn, args, kwargs)
+    over = pop_step_options(kwargs) if kwargs else None  # before the fingerprint: not inputs
+    fp = fingerprint(args, kwargs)  # (as _begin_step does, inline: this is every replay's path)
+    if ctx.on_change == "rerun":
+        fp += ":" + code_digest(fn)
+    pos, rec = ctx.take_step(_kind, name, fp)
+    if (
+        rec is not None
+        and rec.status == "completed"
+        and rec.next_position is None
+        and ctx.observer is None
+        and not _tracing.ACTIVE
+    ):
+        return ctx.output(rec)  # type: ignore[no-any-return]  # a replayed step, the hot path
+    att = _attempt_at(ctx, name, pos, rec)
     if att == 0:
+        assert rec is not None
         if _tracing.ACTIVE:
             _tracing.mark(pos, rec.attempt, _kind, name, "replayed", rec.status == "failed")
         if ctx.observer is not None:
             ctx.observer(ctx, pos, name, "replayed")
         if rec.next_position is None and rec.status == "completed":
-            return ctx.output(rec)  # type: ignore[no-any-return]  # replay, the hot path
+            return ctx.output(rec)  # type: ignore[no-any-return]
         return _replayed_value(ctx, rec)  # type: ignore[no-any-return]
+    opts = ctx.defaults.merged(over)  # resolved only for a step that runs
     tries = Attempts(ctx, (pos, _kind, name, fp), rec, opts)
     key = cache_key(fn, args, kwargs, opts.cache_key) if opts.cache else None
     if key is not None and (hit := _cache_hit(ctx, key)) is not None:

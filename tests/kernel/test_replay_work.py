@@ -151,3 +151,60 @@ def test_replay_still_refuses_a_step_called_with_other_arguments(any_journal: An
     assert ran == []  # the steps before it replayed: none ran
     shift["by"] = 0
     assert wf() == 45 and ran == [9]  # the same code again: only the failed step runs
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"abc"', '"a\\"b\\u00e9\\n"', "12", "-1.5e3", "true", "null", '[1, {"a": [2]}]', "{}"]
+    + ['"\u00e9\u4e2d"', "[]", '{"k":"v","n":[1,2,3]}', " 1", "1 ", "-Infinity"],
+)
+def test_the_direct_json_decode_reads_what_json_loads_reads(text: str) -> None:
+    import json
+
+    assert _codec._json_decode(text) == json.loads(text)
+    assert type(_codec._json_decode(text)) is type(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", "[1,", '"abc', "1 2", "nan", "{'a': 1}", "tru"])
+def test_the_direct_json_decode_refuses_what_json_loads_refuses(text: str) -> None:
+    import json
+
+    with pytest.raises(ValueError) as direct:
+        _codec._json_decode(text)
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        assert type(direct.value) is type(exc)
+    else:  # json.loads accepts surrounding whitespace: the full decoder is the fallback
+        raise AssertionError(f"json.loads accepted {text!r} but the direct decode refused it")
+
+
+def test_fingerprints_are_the_same_remembered_or_not() -> None:
+    """The memo of scalar fingerprints returns what hashing returns, and keeps True apart from
+    1 (equal as keys of a dict, but not the same argument)."""
+    import hashlib
+
+    def hashed(args: tuple[object, ...]) -> str:
+        text = "s:" + repr(args)
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+    _codec._FP_MEMO.clear()
+    for args in [(1,), (True,), ("x", None, 3), (1,), (True,), ("x" * 500,)]:
+        assert _codec.fingerprint(args, {}) == hashed(args)
+    assert _codec.fingerprint((1,), {}) != _codec.fingerprint((True,), {})
+    assert "s:" + repr(("x" * 500,)) not in _codec._FP_MEMO  # long texts are not kept
+    assert _codec.fingerprint((1,), {"k": 2}) == _codec.fingerprint((1,), {"k": 2})
+    assert _codec.fingerprint((1.5,), {}) == _codec.fingerprint((1.5,), {})  # not scalar: walked
+
+
+def test_open_runs_rows_become_step_records_and_a_malformed_row_is_refused() -> None:
+    from letitloop.journal._state import run_state
+
+    row = [3, 1, "step", "s3", "fp", "completed", "json", b'"x"', False, None, None, None]
+    head = {"run": "r", "wf": "w", "key": "k", "epoch": 0, "status": "running", "try": 1}
+    wire = head | {"result": None, "error": None, "steps": [row, [4, *row[1:]]]}
+    state = run_state(wire)
+    assert state.steps == {3: _contract.StepRecord._make(row), 4: (4, *row[1:])}
+    assert type(state.steps[4]) is _contract.StepRecord and state.steps[4].output == b'"x"'
+    with pytest.raises(TypeError):
+        run_state(wire | {"steps": [row, row[:11]]})  # one field short: not a step
