@@ -9,16 +9,16 @@ once get one winner and one clear error. Both journal backends build ``ApprovalI
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
-import threading
 import time
+from _thread import allocate_lock
 from typing import TYPE_CHECKING, Any
 
 from letitloop.journal._contract import ApprovalInfo
 from letitloop.journal._records import ON_TIMEOUT, Record, validate
+from letitloop.kernel._digest import sha256
 from letitloop.kernel._errors import ApprovalDecidedError, ConfigError, JournalError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 def approval_id(run_id: str, epoch: int, position: int, attempt: int = 1) -> str:
     """A short id people can type, the same every time the run reaches this approval."""
     key = f"{run_id}/{epoch}/{position}" + (f"/{attempt}" if attempt > 1 else "")
-    return hashlib.sha256(key.encode()).hexdigest()[:10]
+    return sha256(key.encode()).hexdigest()[:10]
 
 
 def parse_timeout(value: float | str | None) -> float | None:
@@ -123,10 +123,12 @@ def warm() -> None:
     """Import jsonschema on a thread now (an approval with a schema was asked), so that checking
     its answer later does not wait for the import."""
     if "jsonschema" not in sys.modules:
+        import threading
+
         threading.Thread(target=_jsonschema, name="lil-jsonschema", daemon=True).start()
 
 
-_import_lock = threading.Lock()
+_import_lock = allocate_lock()  # threading.Lock, without importing threading
 
 
 def ask(

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import hashlib
-import hmac
 import importlib
 import io
 import json
@@ -37,6 +35,7 @@ import math
 import pathlib
 import sys
 
+from letitloop.kernel._digest import blake2b, compare_digest, hmac_sha256
 from letitloop.kernel._errors import CodecError, TamperedDataError, UnencodableError
 from letitloop.kernel._keys import key_hint
 
@@ -461,11 +460,11 @@ class Codec:
         other journaled data, such as a run's entry point (``kernel._entry``)."""
         if self._key is None:
             return None
-        return hmac.new(self._key, body, hashlib.sha256).digest()
+        return hmac_sha256(self._key, body)
 
     def _sign(self, body: bytes) -> bytes:
         assert self._key is not None
-        return hmac.new(self._key, body, hashlib.sha256).digest() + body
+        return hmac_sha256(self._key, body) + body
 
     def _verify(self, codec: str, data: bytes, what: str, ids: _Ids) -> bytes:
         if self._key is None:
@@ -476,8 +475,8 @@ class Codec:
                 **ids,
             )
         mac, body = data[:_MAC_LEN], data[_MAC_LEN:]
-        expected = hmac.new(self._key, body, hashlib.sha256).digest()
-        if len(data) < _MAC_LEN or not hmac.compare_digest(mac, expected):
+        expected = hmac_sha256(self._key, body)
+        if len(data) < _MAC_LEN or not compare_digest(mac, expected):
             raise TamperedDataError(
                 f"the stored {what} ({codec!r}) failed authentication: it was modified after it "
                 "was written, or written under another key; it was not loaded",
@@ -571,7 +570,7 @@ def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
     if text:
         fp = _FP_MEMO.get(text)
         if fp is None:
-            fp = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+            fp = blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
             if len(text) <= _FP_MEMO_TEXT:
                 if len(_FP_MEMO) >= _FP_MEMO_SIZE:
                     _FP_MEMO.clear()
@@ -587,4 +586,4 @@ def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
     except Exception:  # never raise: too deep, an int too long for JSON...
         doc = [[_tname(type(a)) for a in args], {k: _tname(type(kwargs[k])) for k in kwargs}]
         text = json.dumps(doc, sort_keys=True)
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    return blake2b(text.encode("utf-8"), digest_size=16).hexdigest()

@@ -11,10 +11,8 @@ not verify: a tampered ``runs.entry`` or argument blob is refused, never execute
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-
 from letitloop.kernel._codec import Codec
+from letitloop.kernel._digest import compare_digest, sha256
 from letitloop.kernel._errors import TamperedDataError
 
 _SEP = "|hmac="
@@ -23,7 +21,7 @@ _SEP = "|hmac="
 def _message(run_id: str, workflow: str, entry: str, args: tuple[str, bytes] | None) -> bytes:
     codec, data = args if args is not None else ("", b"")
     head = "\n".join(("letitloop-entry/1", run_id, workflow, entry, codec)).encode()
-    return head + b"\n" + hashlib.sha256(data).digest()
+    return head + b"\n" + sha256(data).digest()
 
 
 def sign_entry(
@@ -51,7 +49,7 @@ def verify_entry(
         given = bytes.fromhex(mac_hex) if sep else b""
     except ValueError:
         given = b""
-    if expected is None or not hmac.compare_digest(given, expected):
+    if expected is None or not compare_digest(given, expected):
         raise TamperedDataError(
             f"run {run_id} cannot be resumed by name: its journaled entry point "
             f"{entry_point(stored)!r} (and arguments) are not authenticated with this journal's "

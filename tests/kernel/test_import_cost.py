@@ -35,6 +35,9 @@ HEAVY = [
     "base64",
     "signal",
     "uuid",
+    "hashlib",  # and OpenSSL under it: the kernel's digests are the interpreter's own
+    "hmac",
+    "threading",
     "letitloop.kernel._fanout",
     "letitloop.kernel._limits",
     "letitloop.journal._limits",
@@ -287,3 +290,19 @@ def test_frozen_options_behave_as_frozen_dataclasses() -> None:
     assert StepOptions().merged(StepOptions(timeout=3)).timeout == 3
     assert DurableOptions.build(goal_id="g").run_id == "g"
     assert not [m for m in ("dataclasses",) if m in _loaded("import letitloop.kernel._options")[0]]
+
+
+def test_built_in_digests_match_hashlib_and_hmac() -> None:
+    import hashlib
+    import hmac
+
+    from letitloop.kernel import _digest
+
+    for n in (0, 1, 31, 32, 63, 64, 65, 127, 200):
+        key, msg = os.urandom(n), os.urandom(n * 7 + 3)
+        assert _digest.hmac_sha256(key, msg) == hmac.new(key, msg, hashlib.sha256).digest()
+        assert _digest.sha256(msg).digest() == hashlib.sha256(msg).digest()
+        want = hashlib.blake2b(msg, digest_size=16).hexdigest()
+        assert _digest.blake2b(msg, digest_size=16).hexdigest() == want
+    mac = _digest.hmac_sha256(b"k", b"m")
+    assert _digest.compare_digest(mac, bytes(mac)) and not _digest.compare_digest(mac, b"x" * 32)

@@ -12,8 +12,8 @@ import os
 import socket
 import struct
 import sys
-import threading
 import time
+from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ WORKFLOW_OPS = frozenset({"open_run", "append", "release", "relock", "output", "
 START_KILLS = 5  # owners killed by a signal while starting that are replaced before giving up
 
 _journals: dict[Path, OwnerJournal] = {}
-_journals_lock = threading.Lock()
+_journals_lock = allocate_lock()
 _forks = [0]  # how many times this process was forked into (a system call saved per request)
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 _spawned: list[Any] = []  # subprocess.Popen objects of owners this process started
@@ -239,6 +239,8 @@ class _Sub:
         self.journal, self.callback, self.run_id = journal, callback, run_id
         self.closed = False
         self.link: _Link | None = None
+        import threading  # only a subscription runs a thread
+
         self.thread = threading.Thread(target=self._loop, name="lil-subscription", daemon=True)
         self.ready = threading.Event()
         self.thread.start()
@@ -297,7 +299,7 @@ class OwnerJournal(RecordWrites):
         self.location = str(path)
         self.closed = False
         self._pool: list[_Link] = []
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._leases: dict[str, str] = {}  # run -> the invocation (one call) holding it
         self._pid = os.getpid()
         self._forks = _forks[0]
