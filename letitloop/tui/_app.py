@@ -9,6 +9,7 @@ once a second until the journal answers again, then reloads every screen.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,15 +23,9 @@ from textual.timer import Timer
 
 from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
-from letitloop.tui._analytics import AnalyticsScreen
-from letitloop.tui._approvals import ApprovalsScreen
-from letitloop.tui._detail import DetailScreen
-from letitloop.tui._effects import EffectsScreen
-from letitloop.tui._help import HelpScreen
 from letitloop.tui._model import Clock, JournalChanged, JournalProblem, Model
 from letitloop.tui._palette import RunLookup
 from letitloop.tui._runs import RunsScreen
-from letitloop.tui._splices import SplicesScreen
 from letitloop.tui._widgets import JournalScreen
 
 SCREENS = {
@@ -42,6 +37,17 @@ SCREENS = {
 }
 
 
+def _later(module: str, name: str) -> Callable[[], Screen[Any]]:
+    """A mode's screen, imported when the mode is first shown: opening needs the runs screen
+    only, and the other screens' modules (with their widgets' classes) add to every start."""
+
+    def make() -> Screen[Any]:
+        screen: Screen[Any] = getattr(importlib.import_module(f"letitloop.tui.{module}"), name)()
+        return screen
+
+    return make
+
+
 class LilApp(App[None]):
     """The terminal dashboard of one journal."""
 
@@ -49,10 +55,10 @@ class LilApp(App[None]):
     TITLE = "letitloop"
     MODES: ClassVar[dict[str, Any]] = {
         "runs": RunsScreen,
-        "approvals": ApprovalsScreen,
-        "effects": EffectsScreen,
-        "splices": SplicesScreen,
-        "analytics": AnalyticsScreen,
+        "approvals": _later("_approvals", "ApprovalsScreen"),
+        "effects": _later("_effects", "EffectsScreen"),
+        "splices": _later("_splices", "SplicesScreen"),
+        "analytics": _later("_analytics", "AnalyticsScreen"),
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunLookup}
@@ -185,6 +191,8 @@ class LilApp(App[None]):
     # navigation and actions -------------------------------------------------------------------
 
     def open_run(self, run_id: str) -> None:
+        from letitloop.tui._detail import DetailScreen
+
         top = self.screen
         if isinstance(top, DetailScreen) and top.run_id == run_id:
             return
@@ -213,6 +221,8 @@ class LilApp(App[None]):
 
     def action_help(self) -> None:
         """Every key of the screen in use, explained in words (``?`` again closes it)."""
+        from letitloop.tui._help import HelpScreen
+
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
         else:

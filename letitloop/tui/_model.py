@@ -285,7 +285,7 @@ class Model:
         self._lock = threading.Lock()
         self.clock = clock or Clock()
         self.subscription: Any = None
-        self._prefetched: tuple[Future[list[RunRow]], Future[list[RunRow]]] | None = None
+        self._prefetched: Future[list[RunRow]] | None = None
 
     @property
     def journal(self) -> OwnerJournal:
@@ -409,43 +409,30 @@ class Model:
         return row
 
     def runs(self) -> list[RunRow]:
-        """Every run, newest first (the prefetched read if one was started)."""
-        prefetched, self._prefetched = self._prefetched, None
-        if prefetched is not None:
-            return prefetched[1].result()
+        """Every run, newest first."""
         return self._read(HUGE)
 
     def first_runs(self) -> tuple[list[RunRow], bool]:
-        """The newest runs as soon as they are read, and whether that is all of them: with a
-        prefetch running, its first page (then ``runs()`` gives the rest), else every run."""
-        if self._prefetched is not None:
-            first, full = self._prefetched
-            if not full.done():
-                rows = first.result()
-                if len(rows) < FIRST_PAGE:  # that was every run
-                    self._prefetched = None
-                    return rows, True
-                return rows, False
-        return self.runs(), True
+        """The newest ``FIRST_PAGE`` runs (the prefetched read if one was started), and whether
+        that is all of them; ``runs()`` reads the rest."""
+        prefetched, self._prefetched = self._prefetched, None
+        rows = prefetched.result() if prefetched is not None else self._read(FIRST_PAGE)
+        return rows, len(rows) < FIRST_PAGE
 
     def prefetch_runs(self) -> None:
-        """Start reading the runs now, on a thread, so the read overlaps the app's start-up:
-        first the newest ``FIRST_PAGE``, then all of them (which takes most of a second on a
-        journal of a million events)."""
+        """Start reading the newest ``FIRST_PAGE`` runs now, on a thread, so that the read (and
+        the connection to the journal) overlaps Textual's start-up. Every run is read only once
+        those are on screen: decoding ten thousand runs on a thread holds the GIL that Textual
+        needs to paint the first page."""
         first: Future[list[RunRow]] = Future()
-        full: Future[list[RunRow]] = Future()
 
         def read() -> None:
-            for future, limit in ((first, FIRST_PAGE), (full, HUGE)):
-                try:
-                    future.set_result(self._read(limit))
-                except BaseException as exc:  # handed to whoever takes the result
-                    for f in (first, full):
-                        if not f.done():
-                            f.set_exception(exc)
-                    return
+            try:
+                first.set_result(self._read(FIRST_PAGE))
+            except BaseException as exc:  # handed to whoever takes the result
+                first.set_exception(exc)
 
-        self._prefetched = (first, full)
+        self._prefetched = first
         threading.Thread(target=read, name="lil-tui-prefetch", daemon=True).start()
 
     def _read(self, limit: int) -> list[RunRow]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,7 +22,14 @@ from textual.widgets import DataTable, Footer, Header, Input, Label
 from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._model import RUN_COLUMNS, SORT_KEYS, STATUSES, JournalChanged, RunRow
-from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, RowTable, status_text
+from letitloop.tui._widgets import (
+    ConfirmScreen,
+    JournalScreen,
+    PromptScreen,
+    RowTable,
+    cell_text,
+    status_text,
+)
 
 PAGE = 200  # runs added to the table at a time
 # Changed runs are read in full once their events pause for FULL_READ_QUIET seconds, and at
@@ -163,15 +171,19 @@ class RunsScreen(RunActions, JournalScreen):
     # data -------------------------------------------------------------------------------------
 
     def fetch(self) -> tuple[list[RunRow], bool]:
-        return self.model.first_runs()
+        if self.loaded:  # a reload: every run in one read
+            return self.model.runs(), True
+        return self.model.first_runs()  # opening: the newest page first, the rest after it
 
     def show(self, data: tuple[list[RunRow], bool]) -> None:
         rows, complete = data
         self.complete = complete
         self.rows = {r.run_id: r for r in rows}
+        if not complete:  # opening: one screenful first (each row added is measured), the rest
+            self.window = min(self.window, max(self.app.size.height, 1))  # once it is painted
         self.rebuild()
-        if not complete:
-            self._read_rest()
+        if not complete:  # (see Model.prefetch_runs)
+            self.call_after_refresh(self._read_rest)
 
     @work(thread=True, group="rest")
     def _read_rest(self) -> None:
@@ -188,6 +200,7 @@ class RunsScreen(RunActions, JournalScreen):
         moved = {k: v for k, v in self.rows.items() if k in self._touched}
         self.rows = {r.run_id: r for r in rows} | moved
         self.complete = True
+        self.window = max(self.window, PAGE)
         self.rebuild()
         self.loaded += 1
 
@@ -226,8 +239,8 @@ class RunsScreen(RunActions, JournalScreen):
             self.more()
 
     @staticmethod
-    def cells(r: RunRow) -> tuple[Any, ...]:
-        c: list[Any] = list(r.cells())
+    def cells(r: RunRow) -> tuple[Text, ...]:
+        c = [cell_text(v) for v in r.cells()]
         c[2] = status_text(r.status)
         return tuple(c)
 

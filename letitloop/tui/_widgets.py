@@ -34,6 +34,12 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status.split(" ")[0], ""))
 
 
+def cell_text(value: str) -> Text:
+    """A table cell shown exactly as written: a plain ``str`` cell is parsed as Rich markup
+    (a run id with ``[/]`` in it stopped the app) and costs that parse for every cell measured."""
+    return Text(value, no_wrap=True, end="")
+
+
 class JournalScreen(Screen[None]):
     """A screen whose content comes from the journal and follows it live."""
 
@@ -45,6 +51,7 @@ class JournalScreen(Screen[None]):
         self._reload_pending = False
         self._loading = False
         self._again = False
+        self._mounted = False
         self.loaded = 0  # how many times data was shown (tests wait on it)
 
     @property
@@ -66,6 +73,11 @@ class JournalScreen(Screen[None]):
         raise NotImplementedError
 
     def on_mount(self) -> None:
+        # Textual calls the on_mount of every class in the MRO, and a screen's own on_mount
+        # calls this one too: read once (a second read of every run cost a second at open)
+        if self._mounted:
+            return
+        self._mounted = True
         self.lil.listeners.add(self)
         self.reload()
 
