@@ -14,22 +14,19 @@ from _operator import _compare_digest as compare_digest  # what hmac.compare_dig
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
-try:
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - an interpreter without the built-in BLAKE2
-    from hashlib import blake2b
-
-sha256: Callable[..., Any]
-try:
-    from _sha2 import sha256  # Python 3.12+
-except ImportError:
+    from hashlib import blake2b, sha256
+else:
     try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:  # pragma: no cover - an interpreter without the built-in SHA-256
-        from hashlib import sha256
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without the built-in BLAKE2
+        from hashlib import blake2b
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.11
+        except ImportError:  # pragma: no cover - an interpreter without the built-in SHA-256
+            from hashlib import sha256
 
 __all__ = ["blake2b", "compare_digest", "hmac_sha256", "sha256"]
 
@@ -47,5 +44,4 @@ def hmac_sha256(key: bytes, msg: bytes) -> bytes:
     inner.update(msg)
     outer = sha256(key.translate(_OUTER))
     outer.update(inner.digest())
-    digest: bytes = outer.digest()
-    return digest
+    return outer.digest()
