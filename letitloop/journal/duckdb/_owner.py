@@ -58,8 +58,9 @@ if TYPE_CHECKING:
 
 # how long acknowledged records may wait for the database thread (every read folds first):
 # a fold costs ~40 ms of DuckDB statements whatever its size (and ~40 us a record), so records
-# are folded in batches: after FOLD_DELAY, or as soon as FOLD_BATCH wait (a bounded fold lag)
-FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 1.0)
+# are folded in batches: once FOLD_DELAY passed (looked at every second, and at every read), or
+# as soon as FOLD_BATCH wait (a bounded fold lag)
+FOLD_DELAY = env_float("LIL_OWNER_FOLD_DELAY", 0.2)
 FOLD_BATCH = 2000
 # back-pressure: while this many acknowledged records wait for the database thread, the event
 # loop reads no requests, so a burst of writers cannot leave a read waiting for an unbounded fold
@@ -83,8 +84,7 @@ MAX_UNREAD = int(env_float("LIL_OWNER_MAX_UNREAD", 4 << 20))
 SOCKET_CHECK = 1.0  # seconds between checks that the socket file is still ours
 SENT, PENDING, DEAD = 0, 1, 2  # what Conn.send did
 _NOTIFYING = frozenset({"step", "err", "fail", "suspend"})  # kinds the notifier may act on
-_TICK = ("tick",)  # a database-thread job: records began waiting (or FOLD_BATCH of them do)
-_TICK = ("tick",)  # a database-thread job: records began waiting (or FOLD_BATCH of them do)
+_TICK = ("tick",)  # a database-thread job: FOLD_BATCH records wait (it folds unless it is)
 
 
 class Conn:
@@ -178,7 +178,7 @@ class Owner:
         self.jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         # acknowledged records waiting for the database thread, which folds them when the
         # oldest has waited FOLD_DELAY, when FOLD_BATCH wait, and before every read
-        # (read-your-writes); appending wakes it only when either moment starts or arrives
+        # (read-your-writes); appending wakes it only when FOLD_BATCH are waiting
         self.to_fold: deque[tuple[int, Record]] = deque()
         self.unfolded_since = 0.0  # when to_fold last went from empty to not
         self.folded = threading.Event()  # set by the database thread after each fold
@@ -890,8 +890,8 @@ class Owner:
         if not waiting:
             self.unfolded_since = time.monotonic()
         self.to_fold.extend(items)  # queued before the acks go out: reads fold them first
-        if not waiting or waiting < _FOLD_NOW <= waiting + len(items):
-            self.jobs.put(_TICK)  # the database thread's wait starts now, or is over
+        if waiting < _FOLD_NOW <= waiting + len(items):
+            self.jobs.put(_TICK)  # the database thread folds now (bounded lag)
         self.lg_heads.apply(items)
         if any(rec["k"] in _NOTIFYING for rec in records):
             if not self.db_ready:
