@@ -368,9 +368,10 @@ class _Batches:
     records are durable, and callers that overlap share one journal append.
 
     A caller with ``wait`` > 0 (a task's plain writes) first gives another caller up to that
-    long to carry its records; LangGraph saves the step's checkpoint right after its tasks'
-    writes, so a node costs one append (one round trip, one fsync) instead of two. At most one
-    append is in flight; whoever finds none in flight sends everything queued.
+    long (counted from when no append is in flight) to carry its records; LangGraph saves the
+    step's checkpoint right after its tasks' writes, so a node costs one append (one round
+    trip, one fsync) instead of two. At most one append is in flight; whoever finds none in
+    flight sends everything queued.
     """
 
     def __init__(self, saver: LetItLoopCheckpointSaver) -> None:
@@ -380,14 +381,22 @@ class _Batches:
         self.filling = 0  # the number of the batch records join now
         self.done = -1  # every batch up to this one is answered
         self.sending = False
+        self.idle_since = 0.0  # when the last append was answered
         self.failed: dict[int, BaseException] = {}  # batch -> what its append raised
 
     def send(self, records: list[dict[str, Any]], wait: float) -> None:
         with self.cond:
             self.queued.extend(records)
             mine = self.filling
-            if wait > 0:  # let a checkpoint that follows carry these writes
-                self.cond.wait_for(lambda: self.filling > mine, timeout=wait)
+            start = time.monotonic()
+            while wait > 0 and self.filling == mine:  # let a checkpoint that follows carry them
+                if self.sending:  # nothing can go before that append is answered anyway
+                    self.cond.wait()
+                    continue
+                left = max(start, self.idle_since) + wait - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
             while self.done < mine:
                 if self.sending or self.filling > mine:
                     self.cond.wait()
@@ -408,6 +417,7 @@ class _Batches:
                     for old in [b for b in self.failed if b < mine - 64]:
                         del self.failed[old]
                 self.done, self.sending = mine, False
+                self.idle_since = time.monotonic()
                 self.cond.notify_all()
             error = self.failed.get(mine)
         if error is not None:
