@@ -81,10 +81,15 @@ DISTRIBUTIONS = {
 # -- the workloads (run in the peer's own interpreter: standard library imports only up here) ----
 
 
+BEFORE_EXIT: list[Callable[[], None]] = []  # what a worker stops before os._exit
+
+
 def emit(obj: Any) -> None:
     """The worker's answer: one JSON line; then exit without waiting for the peer's threads."""
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
+    for stop in BEFORE_EXIT:
+        stop()
     os._exit(0)
 
 
@@ -323,9 +328,19 @@ class Prefect(Peer):
             return sum(len(produce(run_id, i)) for i in range(n))
 
         self.wf = wf
+        BEFORE_EXIT.append(stop_prefect_servers)
 
     def workflow(self, run_id: str, n: int) -> int:
         return int(self.wf(run_id, n))
+
+
+def stop_prefect_servers() -> None:
+    """Stop the temporary API servers this process started (os._exit skips Prefect's atexit)."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    for server in list(SubprocessASGIServer._instances.values()):
+        with contextlib.suppress(Exception):
+            server.stop()
 
 
 WORKLOADS: dict[str, Callable[[Path], Peer]] = {
@@ -415,21 +430,28 @@ class Runner:
     ) -> tuple[float, Any]:
         """(wall ms of the whole process, its JSON answer)."""
         cmd = self.cmd(python, peer, task, *args)
-        t = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd,
-            env=self.env,
-            cwd=self.scratch,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=1800)
-        finally:
-            self.end_group(proc.pid, peer)
-        wall = (time.perf_counter() - t) * 1e3
+        # files, not pipes: a child the worker leaves behind (Prefect's server) would hold a
+        # pipe open and keep a reader waiting for its end long after the worker exited
+        out_path, err_path = self.scratch / "worker.out", self.scratch / "worker.err"
+        with out_path.open("w") as out_file, err_path.open("w") as err_file:
+            t = time.perf_counter()
+            proc = subprocess.Popen(
+                cmd,
+                env=self.env,
+                cwd=self.scratch,
+                stdout=out_file,
+                stderr=err_file,
+                start_new_session=True,
+            )
+            try:
+                proc.wait(timeout=1800)
+            finally:
+                wall = (time.perf_counter() - t) * 1e3
+                self.end_group(proc.pid, peer)
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        out, err = out_path.read_text(), err_path.read_text()
         if expect_kill:
             if proc.returncode != -signal.SIGKILL:
                 raise RuntimeError(f"{peer} {task} was not killed ({proc.returncode}):\n{err}")
@@ -447,36 +469,39 @@ class Runner:
 
     def writers(self, python: Path, peer: str, n: int, secs: float, rep: int) -> dict[str, Any]:
         procs = []
+        errs = [self.scratch / f"writer-{peer}-{rep}-{w}.err" for w in range(4)]
         for w in range(4):
             cmd = self.cmd(python, peer, "writer", f"{rep}-{w}", str(n))
-            procs.append(
-                subprocess.Popen(
-                    cmd,
-                    env=self.env,
-                    cwd=self.scratch,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    text=True,
-                    start_new_session=True,
+            with errs[w].open("w") as err_file:  # the child holds its own copy
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        env=self.env,
+                        cwd=self.scratch,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=err_file,
+                        text=True,
+                        start_new_session=True,
+                    )
                 )
-            )
         try:
-            for proc in procs:
+            for proc, err in zip(procs, errs, strict=True):
                 assert proc.stdout is not None
-                line = proc.stdout.readline()
-                if line.strip() != "ready":
-                    raise RuntimeError(f"{peer} writer did not start: {line!r}")
+                if proc.stdout.readline().strip() != "ready":
+                    raise RuntimeError(f"{peer} writer did not start:\n{err.read_text()[-3000:]}")
             t0 = time.time() + 0.2
             for proc in procs:
                 assert proc.stdin is not None
                 proc.stdin.write(f"{t0!r} {t0 + secs!r}\n")
                 proc.stdin.flush()
             outs = []
-            for proc in procs:
-                out, _ = proc.communicate(timeout=secs + 600)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{peer} writer failed ({proc.returncode})")
-                outs.append(json.loads(out.strip().splitlines()[-1]))
+            for proc, err in zip(procs, errs, strict=True):
+                assert proc.stdout is not None
+                line = proc.stdout.readline()  # its answer; the pipe may outlive the worker
+                if proc.wait(timeout=secs + 600) != 0 or not line.strip():
+                    raise RuntimeError(f"{peer} writer failed:\n{err.read_text()[-3000:]}")
+                outs.append(json.loads(line))
         finally:
             for proc in procs:
                 if proc.poll() is None:
@@ -540,14 +565,25 @@ def measure(plan: Plan, peers: list[str], scratch: Path, env: dict[str, str]) ->
     def cap(peer: str, field: str, value: int) -> int:
         return min(value, PREFECT_CAP[field]) if peer == "prefect" else value
 
+    def fail(peer: str, what: str, err: Exception) -> None:
+        """A peer that cannot run here drops out of the run, and the output says why."""
+        last = [line for line in str(err).splitlines() if line.strip()][-1:] or [repr(err)]
+        data["peers"][peer]["skipped"] = f"failed ({what}): {last[0].strip()}"
+        active.remove(peer)
+        print(f"[{peer}] {data['peers'][peer]['skipped']}", flush=True)
+
     # 1. per step, interleaved rounds of one worker process per peer
     per: dict[str, list[float]] = {p: [] for p in active}
     for r in range(plan.rounds):
-        for peer in active:
+        for peer in list(active):
             if r < cap(peer, "rounds", plan.rounds):
-                got = runner.run(
-                    pythons[peer], peer, "steps", str(plan.steps_n), str(plan.steps_reps)
-                )
+                try:
+                    got = runner.run(
+                        pythons[peer], peer, "steps", str(plan.steps_n), str(plan.steps_reps)
+                    )
+                except (RuntimeError, subprocess.SubprocessError) as err:
+                    fail(peer, "per step", err)
+                    continue
                 per[peer] += got[1]["per_step_ms"]
         print(f"[steps] round {r + 1} of {plan.rounds}", flush=True)
     floors += fsync_floor(scratch, plan.floor_n)
@@ -557,13 +593,18 @@ def measure(plan: Plan, peers: list[str], scratch: Path, env: dict[str, str]) ->
     resume_in: dict[str, list[float]] = {p: [] for p in active}
     resume_proc: dict[str, list[float]] = {p: [] for p in active}
     for r in range(plan.resume_reps):
-        for peer in active:
+        for peer in list(active):
             if r >= cap(peer, "resume_reps", plan.resume_reps):
                 continue
             run_id = f"resume-{r}-{uuid.uuid4().hex[:8]}"
-            runner.run(pythons[peer], peer, "crash", run_id, str(plan.resume_n), expect_kill=True)
-            bare[peer].append(timed([str(pythons[peer]), "-c", "pass"], env, scratch))
-            wall, got = runner.run(pythons[peer], peer, "resume", run_id, str(plan.resume_n))
+            python, n = pythons[peer], str(plan.resume_n)
+            try:
+                runner.run(python, peer, "crash", run_id, n, expect_kill=True)
+                bare[peer].append(timed([str(python), "-c", "pass"], env, scratch))
+                wall, got = runner.run(python, peer, "resume", run_id, n)
+            except (RuntimeError, subprocess.SubprocessError) as err:
+                fail(peer, "resume", err)
+                continue
             if got["executed"] != 1:
                 raise RuntimeError(f"{peer} ran {got['executed']} steps again on resume, not 1")
             resume_in[peer].append(got["resume_ms"])
@@ -585,11 +626,14 @@ def measure(plan: Plan, peers: list[str], scratch: Path, env: dict[str, str]) ->
     # 4. four writer processes on one store
     writers: dict[str, list[dict[str, Any]]] = {p: [] for p in active}
     for r in range(plan.writer_reps):
-        for peer in active:
+        for peer in list(active):
             if r < cap(peer, "writer_reps", plan.writer_reps):
-                writers[peer].append(
-                    runner.writers(pythons[peer], peer, plan.writer_n, plan.writer_secs, r)
-                )
+                try:
+                    burst = runner.writers(pythons[peer], peer, plan.writer_n, plan.writer_secs, r)
+                except (RuntimeError, subprocess.SubprocessError, OSError) as err:
+                    fail(peer, "4 writers", err)
+                    continue
+                writers[peer].append(burst)
         print(f"[writers] round {r + 1} of {plan.writer_reps}", flush=True)
     floors += fsync_floor(scratch, plan.floor_n)
 
@@ -763,6 +807,8 @@ def main(argv: list[str] | None = None) -> int:
         "PREFECT_LOCAL_STORAGE_PATH": str(scratch / "store-prefect" / "results"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_LOGGING_LEVEL": "WARNING",
+        # its temporary server runs migrations on first start: far beyond the 20 s default here
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600",
         "DO_NOT_TRACK": "1",
     }
     env.pop("PREFECT_API_URL", None)
