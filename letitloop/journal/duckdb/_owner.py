@@ -539,6 +539,7 @@ class Owner:
         """Back-pressure: wait (reading no request) until the database thread took the records
         that wait for it, so the lag of DuckDB behind the log stays bounded whatever the load."""
         t0 = time.monotonic()
+        self.load_now.set()  # a warm start opens DuckDB now: these records need it
         while len(self.to_fold) >= MAX_FOLD_LAG and not self.stopping:
             self.folded.clear()
             self.jobs.put(_TICK)
