@@ -19,6 +19,7 @@ from letitloop.cli._doctor import check_filesystem, mount_for
 from letitloop.cli._shared import parse_duration
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import open_journal
+from tests.crash.crash_helpers import pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -61,14 +62,6 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.pop("LIL_JOURNAL", None)
     env.update(extra)
     return env
-
-
-def exited(pid: int) -> bool:
-    """True once the process is gone or a zombie (the owner may be this test's child)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def in_doubt_run(journal: Path, sent: Path) -> None:
@@ -365,7 +358,7 @@ def test_journal_status_stop_and_status_again(journal_path: Path) -> None:
 
     assert f"stopped owner pid {pid}" in ok(lil_run(journal_path, "journal", "stop"))
     deadline = time.monotonic() + 10
-    while not exited(pid):
+    while pid_alive(pid):
         assert time.monotonic() < deadline, f"owner pid {pid} still runs"
         time.sleep(0.02)
     assert "no owner is running" in ok(lil_run(journal_path, "journal", "status"))

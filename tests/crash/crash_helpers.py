@@ -131,13 +131,24 @@ def kill_all(workers: Iterable[Worker]) -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    """True if ``pid`` is a live process (not gone, not a zombie)."""
+    """True while any thread of process ``pid`` lives.
+
+    Its leader alone is not enough: a SIGKILLed leader turns zombie at once while another
+    thread (DuckDB's, inside an fsync) is still exiting and holding the process's files and
+    locks, so "the owner is dead" must mean every thread is."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return False
-    return state not in ("Z", "X")
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # that thread just ended
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def owner_pid(pid_file: Path) -> int | None:

@@ -19,7 +19,6 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import msgpack
 import pytest
@@ -158,19 +157,6 @@ def test_a_stopped_subscriber_under_four_writers(
 
 
 @pytest.mark.timeout(240)
-def _connect_when_unlocked(duckdb: Any, path: Path, wait: float = 20.0) -> Any:
-    """Open the killed owner's DuckDB file read-only, retrying while another process still
-    holds its lock (the kernel frees it only once that process is gone); fail after ``wait``."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            return duckdb.connect(str(path), read_only=True)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 def test_corruption_mid_segment_after_a_crash_under_writers(
     journal_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -199,7 +185,7 @@ def test_corruption_mid_segment_after_a_crash_under_writers(
     assert wait_until(lambda: not pid_alive(pid), 10)
     import duckdb
 
-    db = _connect_when_unlocked(duckdb, journal_path)
+    db = duckdb.connect(str(journal_path), read_only=True)
     (folded,) = db.execute("SELECT folded_lsn FROM fold_state").fetchone()  # type: ignore[misc]
     db.close()
     segment = sorted(paths.log_dir.iterdir())[-1]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from letitloop import open_journal
+from tests.crash.crash_helpers import pid_alive
 
 from .conftest import HERE, RUN_ID, Lab, result_of, wait_for
 
@@ -190,20 +191,13 @@ def test_a_decision_reaches_the_waiter_across_an_owner_crash(lab: Lab) -> None:
     aid = pending(lab)
     owner = json.loads(JournalPaths(lab.journal_path).pid_file.read_text())["pid"]
     os.kill(owner, signal.SIGKILL)
-    wait_for(lambda: _gone(owner), what="the owner to die")
+    wait_for(lambda: not pid_alive(owner), what="the owner to die")
     cli = lab.lil("approvals", "approve", aid)  # starts a new owner
     assert cli.returncode == 0, cli.stderr
     rc, out, err = result_of(proc, timeout=30)
     assert rc == 0, err
     assert json.loads(out.split("RESULT ", 1)[1])["approved"] is True
     assert lab.names() == ["draft", "publish"]
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def test_lil_runs_cancel_stops_a_running_process(lab: Lab) -> None:

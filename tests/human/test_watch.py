@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from letitloop import open_journal
+from tests.crash.crash_helpers import pid_alive
 
 from .conftest import HERE, Lab, wait_for
 
@@ -75,14 +76,7 @@ def test_ctrl_c_stops_child_and_watcher(lab: Lab, tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert "restarting" not in err
     assert len(pids.read_text().split()) == 1  # never restarted
-    wait_for(lambda: not Path(f"/proc/{child}").exists() or _zombie(child), what="child exit")
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    wait_for(lambda: not pid_alive(child), what="child exit")
 
 
 def test_watch_without_a_script_is_a_usage_error(lab: Lab) -> None:
