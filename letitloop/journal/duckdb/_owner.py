@@ -47,6 +47,7 @@ from letitloop.journal._state import (
 from letitloop.journal.duckdb import _files, _warm, _wire
 from letitloop.journal.duckdb._checkpoint_heads import Heads
 from letitloop.journal.duckdb._log import Log, disk_full, frame_parts
+from letitloop.journal.duckdb._queries import Queries
 from letitloop.journal.duckdb._reads import READS
 from letitloop.journal.duckdb._requests import BadRequest
 from letitloop.journal.duckdb._requests import decode as decode_request
@@ -201,6 +202,7 @@ class Owner:
         self.deferred: list[tuple[Conn, dict[str, Any]]] = []
         self.deferring: set[Conn] = set()  # connections with a deferred request: all of theirs wait
         self.kick_pending = False
+        self.queries: Queries | None = None  # lil journal sql's thread, started on first use
         t0 = time.perf_counter()
         warm, why = _warm.take(paths)
         self.log = Log(paths.log_dir)
@@ -986,11 +988,24 @@ class Owner:
             self.wake_w.send(b"x")
             return
         _, conn, req, held = job
+        if req["op"] == "sql":  # up to 30 s: on the query thread, so folds go on meanwhile
+            if self.queries is None:
+                self.queries = Queries(self.store, self._answer_query)
+            self.queries.ask(conn, req)
+            return
         try:
             reply = {"ok": True, **READS[req["op"]](self, req, held)}
         except Exception as exc:  # a failed read must not stop folding
             reply = _error(exc)
         self._send(conn, _re(req, reply))
+
+    def _answer_query(
+        self, conn: Conn, req: dict[str, Any], answer: dict[str, Any] | Exception
+    ) -> None:
+        """The query thread's reply (what could not go out at once waits for the event loop)."""
+        reply = _error(answer) if isinstance(answer, Exception) else {"ok": True, **answer}
+        self._send(conn, _re(req, reply))
+        self.wake_w.send(b"x")
 
     def _shutdown(self) -> None:
         if self.held:
@@ -1003,6 +1018,8 @@ class Owner:
         self.load_now.set()  # a warm start that served without DuckDB folds it all now
         self.jobs.put(("exit",))
         self.db_thread.join()
+        if self.queries is not None:
+            self.queries.close()
         self._snapshot()
         self.notifier.close()
         self.store.close()

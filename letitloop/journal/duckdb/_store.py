@@ -259,6 +259,7 @@ class Store:
     """The owner's DuckDB connection and everything it does with it."""
 
     def __init__(self, path: Path) -> None:
+        self._queries: set[duckdb.DuckDBPyConnection] = set()  # cursors of running queries
         try:
             # no SQL the owner runs may reach the file system (``lil journal sql`` runs people's
             # queries here: COPY ... TO, read_text() of the key, ATTACH): disabled for good
@@ -897,10 +898,11 @@ class Store:
         """Run one plain SELECT over the journal's tables, for ``lil journal sql``: checked with
         DuckDB's own parser, inside a read-only transaction, with no file system access (the
         connection has none), within a deadline and a size limit (``truncated`` says so)."""
-        check_select(self.db, query)
-        cur = self.db.cursor()
+        cur = self.db.cursor()  # the query thread's own: self.db is the database thread's
+        self._queries.add(cur)
         timer = threading.Timer(SQL_SECONDS, cur.interrupt)
         try:
+            check_select(cur, query)
             cur.execute("BEGIN TRANSACTION READ ONLY")
             timer.start()
             try:
@@ -931,8 +933,14 @@ class Store:
                 timer.cancel()
                 cur.execute("ROLLBACK")
         finally:
+            self._queries.discard(cur)
             cur.close()
         return {"columns": columns, "rows": rows, "truncated": truncated, "limit": limit}
+
+    def interrupt_queries(self) -> None:
+        """Stop the queries running now (the owner is stopping)."""
+        for cur in list(self._queries):
+            cur.interrupt()
 
     def gc(self, older_than: float, statuses: Sequence[str], held: list[str]) -> list[str]:
         doomed = [
