@@ -29,6 +29,15 @@ def _writer(journal_path: Path, tmp_path: Path, run: str, steps: int = STEPS) ->
     )
 
 
+def _drained(sock: socket.socket) -> int:
+    """The bytes the owner had queued for a dropped client, read until its EOF."""
+    sock.settimeout(10)
+    got = 0
+    while chunk := sock.recv(1 << 16):
+        got += len(chunk)
+    return got
+
+
 @pytest.mark.timeout(180)
 def test_a_subscriber_that_never_reads_does_not_stall_writers(
     journal_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -60,13 +69,7 @@ def test_a_subscriber_that_never_reads_does_not_stall_writers(
         assert done.wait(10), "the reading subscriber did not see the run complete"
         assert kinds.count("ok") >= STEPS
         assert pid_alive(pid) and journal.stats()["pid"] == pid
-        stuck.settimeout(10)
-        got = 0
-        while True:  # what was queued before the drop, then EOF
-            chunk = stuck.recv(1 << 16)
-            if not chunk:
-                break
-            got += len(chunk)
+        got = _drained(stuck)
         assert got < UNREAD + 512 * 1024, "the owner kept queueing for a client that never read"
     finally:
         w.kill()
@@ -133,13 +136,7 @@ def test_a_reader_that_stops_reading_under_back_pressure_stalls_nobody(
         stats = journal.stats()
         assert stats["pid"] == pid and pid_alive(pid)
         print(f"\nback-pressure waits: {stats.get('lag_waits', 0)}")
-        stuck.settimeout(10)
-        got = 0
-        while True:  # what was queued before the drop, then EOF
-            chunk = stuck.recv(1 << 16)
-            if not chunk:
-                break
-            got += len(chunk)
+        got = _drained(stuck)
         assert got < UNREAD + 1024 * 1024, "the owner kept queueing for a client that never read"
     finally:
         w.kill()

@@ -48,7 +48,7 @@ from letitloop.journal.duckdb import _files, _warm, _wire
 from letitloop.journal.duckdb._checkpoint_heads import Heads
 from letitloop.journal.duckdb._log import Log, disk_full, frame_parts
 from letitloop.journal.duckdb._queries import Queries
-from letitloop.journal.duckdb._reads import READS
+from letitloop.journal.duckdb._reads import QUERIES, READS
 from letitloop.journal.duckdb._requests import BadRequest
 from letitloop.journal.duckdb._requests import decode as decode_request
 from letitloop.kernel._errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
@@ -313,7 +313,7 @@ class Owner:
     def _needs_db(self, conn: Conn, op: Any, req: dict[str, Any]) -> bool:
         """Before DuckDB is open: whether a request must wait for it (a run the snapshot does not
         hold may be in DuckDB; a connection's requests are handled in order)."""
-        if op in READS:
+        if op in READS or op in QUERIES:
             self.load_now.set()  # reads wait in the database thread's queue
         if conn in self.deferring or op in ("notices", "notice_retry"):
             return True
@@ -725,7 +725,7 @@ class Owner:
             replies.append((conn, _re(req, {"ok": True, "pid": os.getpid()})))
         elif op == "checkpoints" and (rows := self.lg_heads.answer(req)) is not None:
             replies.append((conn, _re(req, {"ok": True, "rows": rows})))
-        elif op in READS:
+        elif op in READS or op in QUERIES:
             held = [r for r, e in self.state.runs.items() if e.holder is not None]
             self.jobs.put(("read", conn, req, held))
         else:
@@ -988,7 +988,7 @@ class Owner:
             self.wake_w.send(b"x")
             return
         _, conn, req, held = job
-        if req["op"] == "sql":  # up to 30 s: on the query thread, so folds go on meanwhile
+        if req["op"] in QUERIES:  # up to 30 s: on the query thread, so folds go on meanwhile
             if self.queries is None:
                 self.queries = Queries(self.store, self._answer_query)
             self.queries.ask(conn, req)

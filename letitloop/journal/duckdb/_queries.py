@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from letitloop.kernel._errors import JournalError
 
 if TYPE_CHECKING:
+    import duckdb
+
     from letitloop.journal.duckdb._store import Store
 
 MAX_WAITING = 8  # queries asked and not answered yet, beyond which one more is refused
@@ -28,10 +30,12 @@ Reply = Callable[[Any, dict[str, Any], "dict[str, Any] | Exception"], None]
 
 
 class Queries:
-    """Runs queries on one thread; ``ask`` answers through ``reply`` when the query ends."""
+    """Runs queries on one thread and cursor; ``ask`` answers through ``reply`` when the query
+    ends. Made on the database thread, which alone uses the store's own connection."""
 
     def __init__(self, store: Store, reply: Reply) -> None:
         self.store, self.reply = store, reply
+        self.cur: duckdb.DuckDBPyConnection = store.db.cursor()
         self.jobs: queue.SimpleQueue[tuple[Any, dict[str, Any]] | None] = queue.SimpleQueue()
         self.waiting = 0
         self.lock = threading.Lock()
@@ -40,32 +44,34 @@ class Queries:
     def ask(self, conn: Any, req: dict[str, Any]) -> None:
         """Queue one ``sql`` request (on the database thread, right after a fold) or refuse it."""
         with self.lock:
-            if self.waiting >= MAX_WAITING:
-                busy = JournalError(
-                    f"{self.waiting} journal queries are already waiting for the owner",
-                    fix="wait for them to finish (each stops at 30 s), then ask again",
-                )
-                self.reply(conn, req, busy)
-                return
-            self.waiting += 1
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, name="lil-sql", daemon=True)
-                self.thread.start()
+            taken = self.waiting < MAX_WAITING
+            self.waiting += taken
+        if not taken:
+            busy = JournalError(
+                f"{MAX_WAITING} journal queries are already waiting for the owner",
+                fix="wait for them to finish (each stops at 30 s), then ask again",
+            )
+            self.reply(conn, req, busy)
+            return
+        if self.thread is None:  # (only the database thread asks)
+            self.thread = threading.Thread(target=self._run, name="lil-sql", daemon=True)
+            self.thread.start()
         self.jobs.put((conn, req))
 
     def close(self) -> None:
         """Stop the query running now, if any, and the thread (before DuckDB is closed)."""
-        self.store.interrupt_queries()
+        self.cur.interrupt()
         self.jobs.put(None)
         if self.thread is not None:
             self.thread.join(timeout=5.0)
+        self.cur.close()
 
     def _run(self) -> None:
         while (job := self.jobs.get()) is not None:
             conn, req = job
             answer: dict[str, Any] | Exception
             try:
-                answer = self.store.sql(req["sql"])
+                answer = self.store.sql(req["sql"], self.cur)
             except Exception as exc:  # a failed query is its asker's error, never the owner's
                 answer = exc
             with self.lock:

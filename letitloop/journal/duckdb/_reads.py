@@ -130,6 +130,9 @@ def _read_checkpoints(owner: Owner, req: dict[str, Any], held: list[str]) -> dic
     return {"rows": rows}
 
 
+#: reads the database thread hands on to the query thread (``_queries``): they may run 30 s
+QUERIES = frozenset({"sql"})
+
 READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] = {
     "output": _read_output,
     "runs": _read_runs,
@@ -137,7 +140,6 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "run_ids": lambda o, r, h: {"runs": o.store.run_ids()},
     "results": _read_results,
     "events": lambda o, r, h: {"events": o.store.events(r["after"], r.get("run"), r["limit"])},
-    "sql": lambda o, r, h: o.store.sql(r["sql"]),
     "stats": _read_stats,
     "gc": _read_gc,
     "quarantine": _read_quarantine,  # its resolution writes too: on the database thread

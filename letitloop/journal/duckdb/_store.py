@@ -259,7 +259,6 @@ class Store:
     """The owner's DuckDB connection and everything it does with it."""
 
     def __init__(self, path: Path) -> None:
-        self._queries: set[duckdb.DuckDBPyConnection] = set()  # cursors of running queries
         try:
             # no SQL the owner runs may reach the file system (``lil journal sql`` runs people's
             # queries here: COPY ... TO, read_text() of the key, ATTACH): disabled for good
@@ -894,53 +893,45 @@ class Store:
         names = "seq run k pos att name ts".split()
         return [dict(zip(names, r[:-1], strict=True)) | {"data": json.loads(r[-1])} for r in rows]
 
-    def sql(self, query: str, limit: int = SQL_ROWS) -> dict[str, Any]:
-        """Run one plain SELECT over the journal's tables, for ``lil journal sql``: checked with
-        DuckDB's own parser, inside a read-only transaction, with no file system access (the
-        connection has none), within a deadline and a size limit (``truncated`` says so)."""
-        cur = self.db.cursor()  # the query thread's own: self.db is the database thread's
-        self._queries.add(cur)
+    def sql(
+        self, query: str, cur: duckdb.DuckDBPyConnection, limit: int = SQL_ROWS
+    ) -> dict[str, Any]:
+        """Run one plain SELECT over the journal's tables, for ``lil journal sql``, on ``cur``
+        (the query thread's cursor: ``self.db`` is the database thread's): checked with DuckDB's
+        own parser, inside a read-only transaction, with no file system access (the connection
+        has none), within a deadline and a size limit (``truncated`` says so)."""
+        check_select(cur, query)
         timer = threading.Timer(SQL_SECONDS, cur.interrupt)
+        cur.execute("BEGIN TRANSACTION READ ONLY")
+        timer.start()
         try:
-            check_select(cur, query)
-            cur.execute("BEGIN TRANSACTION READ ONLY")
-            timer.start()
-            try:
-                cur.execute(query)
-                columns = [d[0] for d in cur.description or []]
-                rows: list[list[Any]] = []
-                size, truncated = 0, False
-                while batch := cur.fetchmany(1000):
-                    for row in batch:
-                        values = [_plain(v) for v in row]
-                        size += sum(len(v) for v in values if isinstance(v, (str, bytes))) + 8
-                        if len(rows) >= limit or size > SQL_BYTES:
-                            truncated = True
-                            break
-                        rows.append(values)
-                    if truncated:
+            cur.execute(query)
+            columns = [d[0] for d in cur.description or []]
+            rows: list[list[Any]] = []
+            size, truncated = 0, False
+            while batch := cur.fetchmany(1000):
+                for row in batch:
+                    values = [_plain(v) for v in row]
+                    size += sum(len(v) for v in values if isinstance(v, (str, bytes))) + 8
+                    if len(rows) >= limit or size > SQL_BYTES:
+                        truncated = True
                         break
-            except duckdb.InterruptException:
-                raise ConfigError(
-                    f"the query ran longer than {SQL_SECONDS:.0f} s and was stopped",
-                    fix="narrow it (WHERE, LIMIT) or aggregate",
-                ) from None
-            except duckdb.Error as exc:
-                raise ConfigError(
-                    f"the query failed: {exc}", fix="check the SQL; tables: " + _tables(self.db)
-                ) from None
-            finally:
-                timer.cancel()
-                cur.execute("ROLLBACK")
+                    rows.append(values)
+                if truncated:
+                    break
+        except duckdb.InterruptException:
+            raise ConfigError(
+                f"the query ran longer than {SQL_SECONDS:.0f} s and was stopped",
+                fix="narrow it (WHERE, LIMIT) or aggregate",
+            ) from None
+        except duckdb.Error as exc:
+            raise ConfigError(
+                f"the query failed: {exc}", fix="check the SQL; tables: " + _tables(cur)
+            ) from None
         finally:
-            self._queries.discard(cur)
-            cur.close()
+            timer.cancel()
+            cur.execute("ROLLBACK")
         return {"columns": columns, "rows": rows, "truncated": truncated, "limit": limit}
-
-    def interrupt_queries(self) -> None:
-        """Stop the queries running now (the owner is stopping)."""
-        for cur in list(self._queries):
-            cur.interrupt()
 
     def gc(self, older_than: float, statuses: Sequence[str], held: list[str]) -> list[str]:
         doomed = [
