@@ -23,21 +23,21 @@ _EXPORTS = {
     "open_journal": "letitloop.journal",
     "MemoryJournal": "letitloop.journal._memory",
     "DurableOptions": "letitloop.kernel._options",
-    "LetItLoopError": "letitloop.kernel._errors",
-    "NonDeterminismError": "letitloop.kernel._errors",
-    "InDoubtError": "letitloop.kernel._errors",
-    "RunLockedError": "letitloop.kernel._errors",
-    "RunArgumentsError": "letitloop.kernel._errors",
-    "DeadLetteredError": "letitloop.kernel._errors",
+    "LetItLoopError": "letitloop.errors",
+    "NonDeterminismError": "letitloop.errors",
+    "InDoubtError": "letitloop.errors",
+    "RunLockedError": "letitloop.errors",
+    "RunArgumentsError": "letitloop.errors",
+    "DeadLetteredError": "letitloop.errors",
     "Retry": "letitloop.kernel._policy",
     "Invalid": "letitloop.kernel._policy",
     "StepOptions": "letitloop.kernel._policy",
     "record_cost": "letitloop.kernel._cost",
     "Budget": "letitloop.kernel._policy",
     "Limit": "letitloop.kernel._limits",
-    "BudgetExceeded": "letitloop.kernel._errors",
-    "Suspended": "letitloop.kernel._errors",
-    "ApprovalPending": "letitloop.kernel._errors",
+    "BudgetExceeded": "letitloop.errors",
+    "Suspended": "letitloop.errors",
+    "ApprovalPending": "letitloop.errors",
     "approval": "letitloop.kernel._human",
     "async_approval": "letitloop.kernel._human",
     "suspend": "letitloop.kernel._human",
@@ -54,11 +54,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from letitloop.journal import open_journal
-    from letitloop.journal._memory import MemoryJournal
-    from letitloop.kernel._context import current_step
-    from letitloop.kernel._cost import record_cost
-    from letitloop.kernel._errors import (
+    from letitloop.errors import (
         ApprovalPending,
         BudgetExceeded,
         DeadLetteredError,
@@ -69,6 +65,10 @@ if TYPE_CHECKING:
         RunLockedError,
         Suspended,
     )
+    from letitloop.journal import open_journal
+    from letitloop.journal._memory import MemoryJournal
+    from letitloop.kernel._context import current_step
+    from letitloop.kernel._cost import record_cost
     from letitloop.kernel._fork import fork_run, fork_thread, run_fork
     from letitloop.kernel._human import Decision, approval, async_approval, suspend
     from letitloop.kernel._limits import Limit

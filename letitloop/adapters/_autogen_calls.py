@@ -30,7 +30,7 @@ from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, MessageF
 from autogen_core.models import CreateResult
 from autogen_core.tools import TextResultContent, ToolResult
 
-from letitloop.kernel._errors import LetItLoopError, MapItemError, ReplayedStepError, Suspended
+from letitloop.errors import LetItLoopError, MapItemError, ReplayedStepError, Suspended
 
 try:  # the offline model answers by its own counter: replayed calls must advance it
     from autogen_ext.models.replay import ReplayChatCompletionClient

@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from letitloop.errors import LetItLoopError, ReplayedStepError
 from letitloop.kernel._context import current_run
-from letitloop.kernel._errors import LetItLoopError, ReplayedStepError
 
 _MARK = "__letitloop_crewai__"
 _USAGE = ("prompt_tokens", "completion_tokens", "total_tokens", "successful_requests")

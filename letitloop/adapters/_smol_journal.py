@@ -22,8 +22,8 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from letitloop.errors import ConfigError, LetItLoopError, ReplayedStepError
 from letitloop.kernel._context import current_run
-from letitloop.kernel._errors import ConfigError, LetItLoopError, ReplayedStepError
 
 #: marks what this module has wrapped (a tool, a model, an agent), so wrapping is idempotent
 WRAPPED = "__letitloop_smolagents__"

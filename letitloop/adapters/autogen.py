@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeAlias
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 try:
     from autogen_agentchat.base import TaskResult

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 try:
     from crewai import Crew

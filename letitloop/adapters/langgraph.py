@@ -24,10 +24,10 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
+from letitloop.errors import ConfigError, TamperedDataError
 from letitloop.journal import _checkpoints
 from letitloop.journal._contract import CheckpointRow, CheckpointWrite, Journal
 from letitloop.journal._writes import RecordWrites
-from letitloop.kernel._errors import ConfigError, TamperedDataError
 
 try:
     from langchain_core.runnables import RunnableConfig

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 try:
     import smolagents  # noqa: F401

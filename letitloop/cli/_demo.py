@@ -133,7 +133,7 @@ class Demo:
         self.story["killed_after_lines"] = len(self.lines(self.step_log))
 
     def _done(self, journal: Any) -> int:
-        from letitloop.kernel._errors import LetItLoopError
+        from letitloop.errors import LetItLoopError
 
         try:
             return int(journal.get_run(self.run_id).run.steps_done)

@@ -120,7 +120,7 @@ def check_log(log_dir: Path) -> Check:
 
 
 def check_key_dir(journal_id: str | None) -> Check:
-    from letitloop.kernel._keys import KEY_ENV, key_dir, key_path
+    from letitloop._keys import KEY_ENV, key_dir, key_path
 
     if os.environ.get(KEY_ENV):
         return Check("key directory", True, f"the journal key comes from ${KEY_ENV}")
@@ -138,8 +138,8 @@ def check_key_dir(journal_id: str | None) -> Check:
 
 
 def run_checks(explicit: str | None) -> list[Check]:
+    from letitloop.errors import LetItLoopError
     from letitloop.journal._config import JournalPaths
-    from letitloop.kernel._errors import LetItLoopError
 
     try:
         path, why = explain_journal(explicit)
@@ -174,9 +174,9 @@ def run_checks(explicit: str | None) -> list[Check]:
 
 def _check_owner(path: Path, checks: list[Check]) -> str | None:
     """Start (or reach) the owner and say hello on a fresh connection; check the protocol."""
+    from letitloop.errors import JournalVersionError, LetItLoopError
     from letitloop.journal.duckdb import _wire
     from letitloop.journal.duckdb._client import OwnerJournal
-    from letitloop.kernel._errors import JournalVersionError, LetItLoopError
 
     t0 = time.perf_counter()
     try:

@@ -115,8 +115,8 @@ def limits_cmd(as_json: bool) -> None:
 def check_notifications(path: Path) -> Any:
     """A doctor ``Check``: fails while notifications could not be delivered."""
     from letitloop.cli._doctor import Check
+    from letitloop.errors import LetItLoopError
     from letitloop.journal.duckdb._client import OwnerJournal
-    from letitloop.kernel._errors import LetItLoopError
 
     try:
         probe = OwnerJournal(path)

@@ -18,8 +18,8 @@ from letitloop.cli import _output as out
 def check_quarantine(path: Path) -> Any:
     """A doctor ``Check``: fails while the owner holds records it could not fold."""
     from letitloop.cli._doctor import Check
+    from letitloop.errors import LetItLoopError
     from letitloop.journal.duckdb._client import OwnerJournal
-    from letitloop.kernel._errors import LetItLoopError
 
     try:
         probe = OwnerJournal(path)
@@ -54,8 +54,8 @@ def describe(row: list[Any]) -> str:
 
 def resolve(path: Path, action: str, which: str | None) -> dict[str, Any]:
     """Drop or retry one quarantined record (``which`` an lsn) or all of them (None/"all")."""
+    from letitloop.errors import ConfigError
     from letitloop.journal.duckdb._client import open_journal
-    from letitloop.kernel._errors import ConfigError
 
     lsn: int | None = None
     if which not in (None, "all"):

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from letitloop.cli._shared import LilError, json_option
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 SPEC_HELP = "A protected function as PATH::QUALNAME (path from the repository root); repeatable."

@@ -63,7 +63,7 @@ def run_group(
         return
     if task is None:
         raise click.UsageError("give --task NAME, or a command: list, show, resume, cancel")
-    from letitloop.kernel._errors import Suspended
+    from letitloop.errors import Suspended
     from letitloop.tasks._runner import run_task
 
     _use_journal()
@@ -181,7 +181,7 @@ def show_cmd(name: str, with_diff: bool, as_json: bool) -> None:
 @journal_option
 def resume_cmd(name: str, as_json: bool) -> None:
     """Continue a task run that waits for review or was interrupted, with its journaled task."""
-    from letitloop.kernel._errors import Suspended
+    from letitloop.errors import Suspended
     from letitloop.kernel._resume import resume_run
     from letitloop.tasks._report import find_task_run
 

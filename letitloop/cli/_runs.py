@@ -334,8 +334,8 @@ def resume_cmd(run: str, as_json: bool) -> None:
     Example:
         lil runs resume pipeline.main:customer-42
     """
+    from letitloop.errors import Suspended
     from letitloop.journal._config import find_location
-    from letitloop.kernel._errors import Suspended
     from letitloop.kernel._resume import resume_run
 
     journal = open_cli_journal()
@@ -464,8 +464,8 @@ def _fork_arguments(text: str | None) -> tuple[Any, Any]:
 
 def _run_fork_now(journal: Any, fork_id: str, as_json: bool) -> Any:
     """Run a fork in this process as ``lil runs resume`` would (exit 3 if it suspends)."""
+    from letitloop.errors import Suspended
     from letitloop.journal._config import find_location
-    from letitloop.kernel._errors import Suspended
     from letitloop.kernel._resume import resume_run
 
     os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 if TYPE_CHECKING:
     from letitloop.journal._contract import Journal
@@ -148,7 +148,7 @@ def require_journal(path: Path) -> None:
         if os.environ.get("LIL_JOURNAL")
         else f"found from {Path.cwd()}"
     )
-    from letitloop.kernel._errors import ConfigError
+    from letitloop.errors import ConfigError
 
     raise ConfigError(
         f"no journal at {path} ({why}): nothing has been journaled there yet",

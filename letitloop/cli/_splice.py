@@ -19,7 +19,7 @@ import click
 
 from letitloop.cli import _output as out
 from letitloop.cli._shared import LilError, journal_option, json_option, open_cli_journal, who
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 if TYPE_CHECKING:
     from letitloop.splice._result import SpliceResult

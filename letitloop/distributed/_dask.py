@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 #: seconds the result of a finished item may wait to be gathered with others that finish soon
 COALESCE = 0.05

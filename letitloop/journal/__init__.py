@@ -27,7 +27,7 @@ def open_journal(spec: str | os.PathLike[str] | None = None) -> Journal:
         try:
             from letitloop.journal.postgres._journal import open_journal as open_postgres
         except ImportError as exc:
-            from letitloop.kernel._errors import ConfigError
+            from letitloop.errors import ConfigError
 
             raise ConfigError(
                 f"the journal {found!r} is on PostgreSQL, and its driver is missing: {exc}",

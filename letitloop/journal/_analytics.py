@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 # the columns of the views, with the type each has on both backends
 STEP_COLUMNS: tuple[tuple[str, str], ...] = (

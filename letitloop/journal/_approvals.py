@@ -16,10 +16,10 @@ import time
 from _thread import allocate_lock
 from typing import TYPE_CHECKING, Any
 
+from letitloop._digest import sha256
+from letitloop.errors import ApprovalDecidedError, ConfigError, JournalError
 from letitloop.journal._contract import ApprovalInfo
 from letitloop.journal._records import ON_TIMEOUT, Record, validate
-from letitloop.kernel._digest import sha256
-from letitloop.kernel._errors import ApprovalDecidedError, ConfigError, JournalError
 
 if TYPE_CHECKING:
     from letitloop.journal._state import RunEntry

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 108 bytes on Linux
 _PROJECT_MARKERS = (".letitloop", "pyproject.toml", ".git")

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from letitloop.errors import JournalError
 from letitloop.journal._contract import CheckpointRow, CheckpointWrite, Journal, RunDetail
 from letitloop.journal._records import JOURNAL_KINDS, Record
-from letitloop.kernel._errors import JournalError
 
 _MAX_GROUP_RECORDS = 500  # records per destination write
 _MAX_GROUP_BYTES = 32 << 20  # payload bytes per destination write (well under any frame limit)
@@ -218,7 +218,7 @@ def carry_key(source_id: str, target_id: str) -> str:
     if the destination already has a different key."""
     import os
 
-    from letitloop.kernel import _keys
+    from letitloop import _keys
 
     if os.environ.get(_keys.KEY_ENV):
         return "env"

@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
+from letitloop.errors import ConfigError, JournalError, RunLockedError
 from letitloop.journal._contract import Encoded, Journal, RunState, StepRecord
 from letitloop.journal._records import Record
-from letitloop.kernel._errors import ConfigError, JournalError, RunLockedError
 
 ANY_INPUT = "*"  # the fingerprint of a copied step: it replays whatever its arguments are now
 

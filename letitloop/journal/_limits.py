@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 MAX_NAME = 200  # characters of a limit's name
 MAX_RATE = 10**9  # requests or tokens a minute

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from letitloop.kernel._errors import JournalError
+from letitloop.errors import JournalError
 
 _SHOWN = 10  # candidates named in an ambiguity error
 

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from letitloop.errors import JournalError, RunLockedError
 from letitloop.journal import _approvals, _checkpoints
 from letitloop.journal._contract import (
     ApprovalInfo,
@@ -50,7 +51,6 @@ from letitloop.journal._state import (
     run_state,
 )
 from letitloop.journal._writes import RecordWrites
-from letitloop.kernel._errors import JournalError, RunLockedError
 
 
 class MemoryStore:

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from letitloop.errors import ConfigError
 from letitloop.journal._contract import EventInfo, Notice
-from letitloop.kernel._errors import ConfigError
 
 EVENTS = ("approval_waiting", "effect_in_doubt", "dead_letter", "budget_stop", "run_failed")
 STATES = ("pending", "delivered", "failed")

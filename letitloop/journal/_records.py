@@ -33,7 +33,7 @@ import math
 import re
 from typing import Any
 
-from letitloop.kernel._errors import JournalError, LetItLoopError
+from letitloop.errors import JournalError, LetItLoopError
 
 Record = dict[str, Any]
 

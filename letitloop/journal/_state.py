@@ -12,15 +12,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from letitloop.journal._contract import RunState, StepRecord
-from letitloop.journal._records import JOURNAL_KINDS, Record, natural_key, validate
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     InDoubtError,
     JournalError,
     LetItLoopError,
     RunCancelledError,
     RunLockedError,
 )
+from letitloop.journal._contract import RunState, StepRecord
+from letitloop.journal._records import JOURNAL_KINDS, Record, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
 # records a run's own process writes: the newest one is where its current try has got to

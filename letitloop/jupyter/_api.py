@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 if TYPE_CHECKING:
     from letitloop.journal._contract import (
@@ -419,7 +419,7 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
     (relative to the server root; a renamed notebook finds the runs it adopts, as the magic
     does), with a badge status: replayed | running | waiting | failed |
     completed | suspended | cancelled, or null when the cell never ran."""
-    from letitloop.kernel._errors import JournalError
+    from letitloop.errors import JournalError
     from letitloop.notebook_ext._notebook import claim  # the key the magic itself takes
 
     root = ctx.root_dir.resolve()

@@ -13,8 +13,7 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from letitloop.jupyter import _api as api
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     ApprovalDecidedError,
     ConfigError,
     JournalError,
@@ -22,6 +21,7 @@ from letitloop.kernel._errors import (
     LetItLoopError,
     RunLockedError,
 )
+from letitloop.jupyter import _api as api
 
 RUN = r"(?P<run>[^/]{1,400})"
 ID = r"(?P<ident>[A-Za-z0-9_.:-]{1,200})"

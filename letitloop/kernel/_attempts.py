@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
+from letitloop.errors import ConfigError, DeadLetteredError
 from letitloop.journal._state import error_dict
-from letitloop.kernel._errors import ConfigError, DeadLetteredError
 from letitloop.kernel._policy import (
     CLOCK,
     INVALID,

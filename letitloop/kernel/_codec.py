@@ -35,9 +35,9 @@ import math
 import pathlib
 import sys
 
-from letitloop.kernel._digest import blake2b, compare_digest, hmac_sha256
-from letitloop.kernel._errors import CodecError, TamperedDataError, UnencodableError
-from letitloop.kernel._keys import key_hint
+from letitloop._digest import blake2b, compare_digest, hmac_sha256
+from letitloop._keys import key_hint
+from letitloop.errors import CodecError, TamperedDataError, UnencodableError
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
@@ -374,6 +374,29 @@ def _pickler() -> Any:
     return Pickler
 
 
+# Modules of ours that moved since journals were written: an authenticated pickle that names the
+# old module loads from the new one (a pickled LetItLoopError of 2026-12-06 names kernel._errors).
+_MOVED = {"letitloop.kernel._errors": "letitloop.errors"}
+
+
+@functools.cache
+def _unpickler() -> Any:
+    """``pickle.Unpickler`` that finds our moved modules under their new names."""
+    import pickle
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            return super().find_class(_MOVED.get(module, module), name)
+
+    return Unpickler
+
+
+def _unpickle(data: bytes) -> object:
+    import io
+
+    return _unpickler()(io.BytesIO(data)).load()
+
+
 class Codec:
     """Encodes values with the simplest codec that represents them, and decodes them safely."""
 
@@ -437,7 +460,7 @@ class Codec:
             if codec == CODEC_CLASS:
                 return _Decoder(classes=True).dec(json.loads(self._verify(codec, data, what, ids)))
             if codec == CODEC_PICKLE:
-                return _module("pickle").loads(self._verify(codec, data, what, ids))
+                return _unpickle(self._verify(codec, data, what, ids))
         except CodecError as e:
             if e.run_id is None and e.step is None:
                 e.run_id, e.step, e.position = run_id, step, position

@@ -10,16 +10,16 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from letitloop.journal._contract import Journal, RunState, StepRecord
-from letitloop.journal._records import Record
-from letitloop.journal._state import error_dict
-from letitloop.kernel._codec import Codec, _json_decode
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     BudgetExceeded,
     CodecError,
     NonDeterminismError,
     NotInDurableContextError,
 )
+from letitloop.journal._contract import Journal, RunState, StepRecord
+from letitloop.journal._records import Record
+from letitloop.journal._state import error_dict
+from letitloop.kernel._codec import Codec, _json_decode
 from letitloop.kernel._policy import StepOptions
 
 

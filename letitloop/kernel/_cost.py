@@ -13,7 +13,7 @@ import math
 from contextvars import ContextVar
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError, NotInDurableContextError
+from letitloop.errors import ConfigError, NotInDurableContextError
 
 # USD per million tokens (input, output). Prices change: override with set_prices().
 PRICES: dict[str, tuple[float, float]] = {

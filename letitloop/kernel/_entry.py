@@ -11,9 +11,9 @@ not verify: a tampered ``runs.entry`` or argument blob is refused, never execute
 
 from __future__ import annotations
 
+from letitloop._digest import compare_digest, sha256
+from letitloop.errors import TamperedDataError
 from letitloop.kernel._codec import Codec
-from letitloop.kernel._digest import compare_digest, sha256
-from letitloop.kernel._errors import TamperedDataError
 
 _SEP = "|hmac="
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from letitloop.errors import BudgetExceeded, ConfigError, MapItemError
 from letitloop.journal._maps import item_key
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import current_run, require_run
-from letitloop.kernel._errors import BudgetExceeded, ConfigError, MapItemError
 from letitloop.kernel._policy import STEP_KEYWORDS, StepOptions
 
 if TYPE_CHECKING:

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._contract import Encoded, Journal
 from letitloop.journal._fork import ForkOrigin, fork_records, forked_from, plan_fork
 from letitloop.journal._records import check_text
 from letitloop.kernel._entry import sign_entry, verify_entry
-from letitloop.kernel._errors import ConfigError, JournalError
 from letitloop.kernel._options import JournalSpec
 
 __all__ = ["ForkOrigin", "ForkedRun", "fork_run", "fork_thread", "forked_from", "run_fork"]

@@ -18,11 +18,11 @@ import time
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
+from letitloop.errors import ApprovalDecidedError, ApprovalPending, ConfigError, Suspended
 from letitloop.journal import _approvals
 from letitloop.journal._contract import ApprovalInfo, EventInfo
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import RunContext, require_run
-from letitloop.kernel._errors import ApprovalDecidedError, ApprovalPending, ConfigError, Suspended
 
 _NULL = ("json", b"null")
 # False where nothing may block (a notebook cell: the approval widget needs the kernel free)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from letitloop.errors import ConfigError
 from letitloop.journal._limits import check_name, check_rate, check_tokens
-from letitloop.kernel._errors import ConfigError
 from letitloop.kernel._policy import CLOCK
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from letitloop.errors import ConfigError
 from letitloop.journal._contract import StepRecord
 from letitloop.journal._state import in_doubt_error
 from letitloop.kernel._context import RunContext, current_step_var, require_run
-from letitloop.kernel._errors import ConfigError
 
 _NULL = ("json", b"null")
 

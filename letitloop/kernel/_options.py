@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Union
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 from letitloop.kernel._frozen import frozen
 from letitloop.kernel._policy import Budget, Retry, StepOptions
 

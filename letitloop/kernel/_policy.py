@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 
-from letitloop.kernel._errors import ConfigError, LetItLoopError
+from letitloop.errors import ConfigError, LetItLoopError
 from letitloop.kernel._frozen import frozen
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker

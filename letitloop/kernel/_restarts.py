@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ import os
 import sys
 from typing import Any
 
+from letitloop.errors import ConfigError
 from letitloop.journal._contract import Journal
 from letitloop.kernel._entry import verify_entry
-from letitloop.kernel._errors import ConfigError
 from letitloop.kernel._fork import fork_key
 from letitloop.kernel._runtime import codec_for, run_again
 

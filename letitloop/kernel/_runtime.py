@@ -15,6 +15,16 @@ import os
 import sys
 import time
 
+from letitloop._keys import load_or_create_key
+from letitloop.errors import (
+    CodecError,
+    ConfigError,
+    JournalError,
+    ReplayedStepError,
+    RunArgumentsError,
+    RunLockedError,
+    Suspended,
+)
 from letitloop.journal._records import check_text
 from letitloop.journal._state import error_dict
 from letitloop.kernel import _cost, _tracing
@@ -35,17 +45,7 @@ from letitloop.kernel._context import (
     require_run,
 )
 from letitloop.kernel._entry import sign_entry
-from letitloop.kernel._errors import (
-    CodecError,
-    ConfigError,
-    JournalError,
-    ReplayedStepError,
-    RunArgumentsError,
-    RunLockedError,
-    Suspended,
-)
 from letitloop.kernel._frozen import replace
-from letitloop.kernel._keys import load_or_create_key
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from letitloop.kernel._errors import SupervisorError
+from letitloop.errors import SupervisorError
 from letitloop.kernel._restarts import RestartPolicy, Supervisor, describe_exit
 
 P = ParamSpec("P")

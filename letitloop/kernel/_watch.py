@@ -57,8 +57,8 @@ def journal_restart(journal: Path, pid: int, by: str, reason: str, restart: int)
     that does not exist yet is not created, and journaling never stops the watch)."""
     if not journal.exists():
         return []
+    from letitloop.errors import LetItLoopError
     from letitloop.journal import open_journal
-    from letitloop.kernel._errors import LetItLoopError
 
     label = f"{pid}@{socket.gethostname()}".replace("'", "''")
     try:

@@ -447,7 +447,7 @@ async def resume_run(ls: LilServer, run_id: str, uri: str) -> dict[str, Any]:
 async def fork_run(ls: LilServer, run_id: str, position: int, uri: str) -> dict[str, Any]:
     """Fork a run at a step (the steps before it are reused) and start the fork in the
     background, as the Resume lens does; a run that cannot be forked says why."""
-    from letitloop.kernel._errors import LetItLoopError
+    from letitloop.errors import LetItLoopError
     from letitloop.kernel._fork import fork_run as fork_at
 
     try:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from letitloop.kernel._errors import ApprovalPending, Suspended
+from letitloop.errors import ApprovalPending, Suspended
 from letitloop.kernel._frozen import fields, replace
 from letitloop.kernel._human import may_wait
 from letitloop.kernel._options import DurableOptions
@@ -173,8 +173,8 @@ def _as_kwargs(opts: DurableOptions) -> dict[str, Any]:
 
 def _reset(opts: DurableOptions, run_id: str) -> None:
     """``--fresh``: start the run over in a new epoch (the old one stays in the journal)."""
+    from letitloop.errors import JournalError
     from letitloop.journal._config import who
-    from letitloop.kernel._errors import JournalError
     from letitloop.kernel._runtime import resolve_journal
 
     journal = resolve_journal(opts.journal)

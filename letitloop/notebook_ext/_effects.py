@@ -15,10 +15,10 @@ from typing import Any
 
 import ipywidgets as W
 
+from letitloop.errors import LetItLoopError
 from letitloop.journal._config import who
 from letitloop.journal._contract import AttemptInfo, Journal
 from letitloop.journal._preview import local_time
-from letitloop.kernel._errors import LetItLoopError
 from letitloop.kernel._runtime import resolve_journal
 from letitloop.notebook_ext._confirm import Confirm
 

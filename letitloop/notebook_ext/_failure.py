@@ -16,7 +16,7 @@ import types
 from typing import Any
 
 import letitloop
-from letitloop.kernel._errors import DeadLetteredError, JournalError
+from letitloop.errors import DeadLetteredError, JournalError
 
 _OURS = os.path.dirname(os.path.abspath(letitloop.__file__)) + os.sep
 _MAX_CHAIN = 16  # causes and contexts followed

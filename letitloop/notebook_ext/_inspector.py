@@ -14,9 +14,9 @@ from typing import Any
 
 import ipywidgets as W
 
+from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._contract import ApprovalInfo, AttemptInfo, Journal
 from letitloop.journal._preview import local_time, preview
-from letitloop.kernel._errors import ConfigError, JournalError
 from letitloop.kernel._runtime import resolve_journal
 from letitloop.notebook_ext._failure import _ours
 from letitloop.notebook_ext._render import status_html
@@ -153,7 +153,7 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         return made
 
     def _fork_clicked(self) -> None:
-        from letitloop.kernel._errors import LetItLoopError
+        from letitloop.errors import LetItLoopError
 
         try:
             self.fork()

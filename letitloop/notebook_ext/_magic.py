@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     DeadLetteredError,
     LetItLoopError,
     NonDeterminismError,

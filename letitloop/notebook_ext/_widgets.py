@@ -17,10 +17,10 @@ from typing import Any
 
 import ipywidgets as W
 
+from letitloop.errors import DeadLetteredError, LetItLoopError
 from letitloop.journal._config import who
 from letitloop.journal._contract import ApprovalInfo, EventInfo, Journal
 from letitloop.journal._preview import local_time
-from letitloop.kernel._errors import DeadLetteredError, LetItLoopError
 from letitloop.kernel._runtime import resolve_journal
 from letitloop.notebook_ext._effects import EffectsInDoubt
 from letitloop.notebook_ext._inspector import RunInspector

@@ -1,6 +1,6 @@
 """The errors signed receipts raise, in the letitloop hierarchy.
 
-    LetItLoopError                      (letitloop.kernel._errors)
+    LetItLoopError                      (letitloop.errors)
     └── ReceiptError                    a receipt cannot be made, read or checked
         ├── ReceiptKeyError                 no usable signing or verifying key
         ├── ReceiptFormatError              the receipt file is not a letitloop receipt
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 __all__ = ["GitError", "ProtectError", "ReceiptError", "ReceiptFormatError", "ReceiptKeyError"]
 

@@ -1,6 +1,6 @@
 """The errors the splicer raises, in the letitloop hierarchy.
 
-    LetItLoopError                      (letitloop.kernel._errors)
+    LetItLoopError                      (letitloop.errors)
     └── SpliceError                     the edit cannot be made; the input is left as it was
         ├── TargetNotFoundError             no definition has that qualified name (.suggestions)
         ├── AmbiguousTargetError            several definitions have it (.candidates)
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 __all__ = [
     "AmbiguousTargetError",

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from letitloop.kernel._errors import ConfigError, LetItLoopError
+from letitloop.errors import ConfigError, LetItLoopError
 
 CHECK_KINDS = ("python", "command", "regex", "exists", "size", "markdown", "signatures")
 MARKDOWN_RULES = ("headings", "front_matter", "links", "fences")

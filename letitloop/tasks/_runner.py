@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from letitloop.errors import DeadLetteredError
 from letitloop.kernel._context import current_run, current_step
 from letitloop.kernel._cost import record_cost
-from letitloop.kernel._errors import DeadLetteredError
 from letitloop.kernel._human import suspend
 from letitloop.kernel._policy import Invalid
 from letitloop.kernel._runtime import durable, step

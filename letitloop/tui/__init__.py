@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "directory like `lil` does.",
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
-    from letitloop.kernel._errors import LetItLoopError
+    from letitloop.errors import LetItLoopError
 
     try:
         from letitloop.tui._app import run_app

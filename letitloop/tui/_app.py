@@ -144,7 +144,7 @@ class LilApp(App[None]):
     def journal_problem(self, error: BaseException) -> None:
         """Show what went wrong; for a journal error, probe the journal until it answers again.
         Any other error (a bug) is only shown: the dashboard keeps running."""
-        from letitloop.kernel._errors import LetItLoopError
+        from letitloop.errors import LetItLoopError
 
         if not isinstance(error, (LetItLoopError, OSError)):
             self.notify(str(error), title=type(error).__name__, severity="error")

@@ -72,8 +72,8 @@ def payload_text(payload: Any) -> str:
 def check_payload(text: str, schema: dict[str, Any] | None) -> Any:
     """Parse an edited payload and check it against the approval's schema: the check the journal
     makes when the decision is recorded, run before the dialog closes."""
+    from letitloop.errors import ConfigError
     from letitloop.journal._approvals import check_payload as check_schema
-    from letitloop.kernel._errors import ConfigError
 
     value = json.loads(text)
     try:

@@ -440,7 +440,7 @@ class Model:
 
     def runs_by_id(self, run_ids: Iterable[str]) -> list[RunRow]:
         """Fresh rows for the runs that changed (one round trip each)."""
-        from letitloop.kernel._errors import LetItLoopError
+        from letitloop.errors import LetItLoopError
 
         rows = []
         for run_id in sorted(run_ids):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.command import Hit, Hits, Provider
 
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 if TYPE_CHECKING:
     from letitloop.tui._app import LilApp

@@ -146,7 +146,7 @@ class JournalScreen(Screen[None]):
 
     @work(thread=True, group="write")
     def _write(self, fn: Callable[..., str], args: tuple[Any, ...], after: Any) -> None:
-        from letitloop.kernel._errors import LetItLoopError
+        from letitloop.errors import LetItLoopError
 
         try:
             said = fn(self.model.journal, *args)

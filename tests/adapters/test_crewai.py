@@ -273,7 +273,7 @@ def test_what_cannot_be_journaled_is_refused(tmp_path: Path) -> None:
     code = """
 import sys
 sys.argv = ["crew_pipeline.py", "crew", sys.argv[1]]
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 from letitloop.adapters.crewai import durable_crew
 import crew_pipeline as cp
 

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from letitloop.adapters import langgraph as lg
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
-from letitloop.kernel._errors import JournalError
+from letitloop.errors import JournalError
 from tests.conftest import _kill_owner
 
 

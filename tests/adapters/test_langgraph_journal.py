@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
-from letitloop.kernel._errors import JournalError
+from letitloop.errors import JournalError
 from tests.adapters.lg_pipeline import build
 
 
@@ -172,8 +172,8 @@ def test_reset_and_resume_refuse_a_langgraph_thread(journal_path: Path) -> None:
     from langgraph.graph import END, START, StateGraph
     from typing_extensions import TypedDict
 
+    from letitloop.errors import ConfigError
     from letitloop.journal.duckdb._client import open_journal
-    from letitloop.kernel._errors import ConfigError
     from letitloop.kernel._resume import resume_run
 
     saver = LetItLoopCheckpointSaver(journal_path)

@@ -62,7 +62,7 @@ def test_letitloop_adapters_stays_lazy_where_smolagents_is_installed(tmp_path: P
 
 
 def test_without_smolagents_the_adapter_says_how_to_install_it() -> None:
-    from letitloop.kernel._errors import ConfigError
+    from letitloop.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"letitloop\[smolagents\]"):
         import letitloop.adapters.smolagents  # noqa: F401  # the main environment lacks it

@@ -168,7 +168,7 @@ def test_summary_gathers_the_report(filled: tuple[Any, Any]) -> None:
 
 
 def test_unknown_recipe_and_bad_since_say_what_to_do(filled: tuple[Any, Any]) -> None:
-    from letitloop.kernel._errors import ConfigError
+    from letitloop.errors import ConfigError
 
     journal, _ = filled
     with pytest.raises(ConfigError, match="no analytics recipe 'nope'") as info:

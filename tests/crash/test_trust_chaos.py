@@ -24,10 +24,10 @@ import msgpack
 import pytest
 from crash_helpers import ROOT, Worker, kill_all, owner_pid, pid_alive, wait_until
 
+from letitloop.errors import JournalUnavailableError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal
 from letitloop.journal.duckdb._log import _frames
-from letitloop.kernel._errors import JournalUnavailableError
 
 N_WRITERS = 4
 STEPS = 100

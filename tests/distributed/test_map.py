@@ -10,7 +10,7 @@ import pytest
 
 from letitloop import Retry, durable, durable_async, step
 from letitloop.distributed import ThreadExecutor
-from letitloop.kernel._errors import ConfigError, MapItemError
+from letitloop.errors import ConfigError, MapItemError
 
 
 class Calls:

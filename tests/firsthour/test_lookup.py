@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from letitloop import durable, step
 from letitloop.cli import lil
+from letitloop.errors import JournalError
 from letitloop.journal._lookup import match_run
-from letitloop.kernel._errors import JournalError
 
 IDS = ["etl.load:9d6da7dd0a1b2c3d", "etl.load:9d6e0000ffff1111", "report.daily:monday"]
 

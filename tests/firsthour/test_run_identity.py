@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from letitloop import RunArgumentsError, durable, step
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from letitloop import atomic_marker, durable, fork_run, run_fork, step
+from letitloop.errors import ConfigError, NonDeterminismError, RunLockedError
 from letitloop.journal._fork import ForkOrigin, forked_from
-from letitloop.kernel._errors import ConfigError, NonDeterminismError, RunLockedError
 
 
 def _pipeline(journal: Any, calls: list[int], steps: int = 5) -> Any:

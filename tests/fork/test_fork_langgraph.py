@@ -13,8 +13,8 @@ from langgraph.graph import END, START, StateGraph
 
 from letitloop import fork_thread
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
+from letitloop.errors import ConfigError
 from letitloop.journal.duckdb._client import open_journal
-from letitloop.kernel._errors import ConfigError
 
 
 class State(TypedDict):

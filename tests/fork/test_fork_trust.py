@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from letitloop import durable, fork_run, step
+from letitloop.errors import JournalError, TamperedDataError
 from letitloop.journal._copy import copy_journal
 from letitloop.journal._fork import forked_from, origin_of
 from letitloop.journal._memory import MemoryJournal
 from letitloop.journal._records import validate
-from letitloop.kernel._errors import JournalError, TamperedDataError
 
 
 def _run_record(**fork: Any) -> dict[str, Any]:

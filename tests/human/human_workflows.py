@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from letitloop import approval, durable, step, suspend
-from letitloop.kernel._errors import Suspended
+from letitloop.errors import Suspended
 
 SCHEMA = {
     "type": "object",

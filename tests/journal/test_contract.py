@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from letitloop.journal._contract import CheckpointRow, CheckpointWrite, EventInfo, Proposal
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     ApprovalDecidedError,
     JournalError,
     RunCancelledError,
     RunLockedError,
 )
+from letitloop.journal._contract import CheckpointRow, CheckpointWrite, EventInfo, Proposal
 
 BACKENDS = ["memory", "owner", "postgres"]
 

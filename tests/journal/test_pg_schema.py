@@ -11,11 +11,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from letitloop.errors import ConfigError, JournalError, JournalVersionError
 from letitloop.journal import open_journal
 from letitloop.journal._config import find_journal, find_location
 from letitloop.journal.postgres import _schema
 from letitloop.journal.postgres._journal import PgJournal
-from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
 from tests.conftest import modules_after
 from tests.pg_cluster import with_user
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from letitloop import ApprovalPending, Suspended, approval, durable, step, suspend
+from letitloop.errors import ApprovalDecidedError, ConfigError, JournalError
 from letitloop.journal import _approvals
-from letitloop.kernel._errors import ApprovalDecidedError, ConfigError, JournalError
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -160,7 +160,7 @@ def test_a_resent_answer_is_idempotent(any_journal: Any) -> None:
 
 
 def test_cancel_stops_a_run_until_it_is_reset(any_journal: Any) -> None:
-    from letitloop.kernel._errors import RunCancelledError
+    from letitloop.errors import RunCancelledError
 
     calls: list[str] = []
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from letitloop import async_step, atomic_marker, current_step, durable, durable_async, step
-from letitloop.kernel._errors import InDoubtError, JournalError, RunLockedError
+from letitloop.errors import InDoubtError, JournalError, RunLockedError
 
 
 class Boom(Exception):

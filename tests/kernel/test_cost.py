@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from letitloop import Retry, durable, record_cost, step
+from letitloop.errors import ConfigError, NotInDurableContextError
 from letitloop.kernel._cost import price, set_prices
-from letitloop.kernel._errors import ConfigError, NotInDurableContextError
 from letitloop.testing import FakeLLM, RateLimitError
 
 

@@ -282,7 +282,7 @@ def test_frozen_options_behave_as_frozen_dataclasses() -> None:
         replace(ours, tries=2)
     with pytest.raises(TypeError, match="unexpected keyword"):
         Retry(tries=2)  # type: ignore[call-arg]
-    from letitloop.kernel._errors import ConfigError
+    from letitloop.errors import ConfigError
 
     with pytest.raises(ConfigError):  # __post_init__ validates, on replace too
         replace(ours, attempts=0)
@@ -296,7 +296,7 @@ def test_built_in_digests_match_hashlib_and_hmac() -> None:
     import hashlib
     import hmac
 
-    from letitloop.kernel import _digest
+    from letitloop import _digest
 
     for n in (0, 1, 31, 32, 63, 64, 65, 127, 200):
         key, msg = os.urandom(n), os.urandom(n * 7 + 3)

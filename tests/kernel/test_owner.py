@@ -14,9 +14,9 @@ import duckdb
 import pytest
 
 from letitloop import durable, step
+from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal, open_journal, stop_owner
-from letitloop.kernel._errors import ConfigError, JournalError
 
 ROOT = Path(__file__).resolve().parents[2]
 

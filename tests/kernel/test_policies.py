@@ -8,7 +8,7 @@ import time
 import pytest
 
 from letitloop import async_step, current_step, durable, durable_async, step
-from letitloop.kernel._errors import ConfigError, DeadLetteredError, JournalError
+from letitloop.errors import ConfigError, DeadLetteredError, JournalError
 from letitloop.kernel._policy import CLOCK, Invalid, Retry, StepTimeout, classify
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from letitloop import durable, step
+from letitloop.errors import NonDeterminismError, RunArgumentsError
 from letitloop.journal import _contract
 from letitloop.kernel import _codec, _context
-from letitloop.kernel._errors import NonDeterminismError, RunArgumentsError
 
 N = 120
 

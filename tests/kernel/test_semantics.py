@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from letitloop import durable, step
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     ConfigError,
     NonDeterminismError,
     NotInDurableContextError,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from letitloop import Limit, async_step, durable, durable_async, step
-from letitloop.kernel._errors import ConfigError, JournalError
+from letitloop.errors import ConfigError, JournalError
 
 
 def test_take_wait_adjust_block_and_list(any_journal: Any) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from letitloop import durable, step
+from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._limits import Buckets
 from letitloop.journal._memory import MemoryJournal
-from letitloop.kernel._errors import ConfigError, JournalError
 from letitloop.kernel._limits import Limit, resolve
 
 ROOT = Path(__file__).parents[2]

@@ -122,7 +122,7 @@ def test_run_inspector_of_the_last_cell_opens_steps(cells: Any, shell: Any) -> N
 
 
 def test_run_inspector_without_a_cell_says_what_to_do(journal_path: Any) -> None:
-    from letitloop.kernel._errors import ConfigError
+    from letitloop.errors import ConfigError
     from letitloop.notebook_ext import _cell
 
     _cell._LAST.clear()

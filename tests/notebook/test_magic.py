@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from letitloop import open_journal
-from letitloop.kernel._errors import NonDeterminismError
+from letitloop.errors import NonDeterminismError
 
 CELL = """
 a = step("a", lambda: calls.append("a") or 1)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from letitloop.errors import ConfigError
 from letitloop.journal._contract import EventInfo
 from letitloop.journal._outbox import MAX_BODY, body, classify, load_config
-from letitloop.kernel._errors import ConfigError
 
 
 def _e(kind: str, data: dict[str, object], name: str | None = None) -> EventInfo:
@@ -21,10 +21,10 @@ def test_only_the_events_people_act_on_notify() -> None:
     assert classify("step", {"kind": "step"}) is None
     assert classify("err", {"err": {"dead": True}}) == "dead_letter"
     assert classify("err", {"err": {"dead": False}}) is None
-    assert classify("fail", {"err": {"type": "letitloop.kernel._errors.InDoubtError"}}) == (
+    assert classify("fail", {"err": {"type": "letitloop.errors.InDoubtError"}}) == (
         "effect_in_doubt"
     )
-    assert classify("fail", {"err": {"type": "letitloop.kernel._errors.DeadLetteredError"}}) is None
+    assert classify("fail", {"err": {"type": "letitloop.errors.DeadLetteredError"}}) is None
     assert classify("fail", {"err": {"type": "builtins.ValueError"}}) == "run_failed"
     budget = "step 'big' (position 0) would pass the budget: $0 spent"
     assert classify("suspend", {"reason": budget}) == "budget_stop"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from letitloop import approval, durable, step
+from letitloop.errors import ApprovalPending, Suspended
 from letitloop.journal._contract import Journal, Proposal
-from letitloop.kernel._errors import ApprovalPending, Suspended
 from tests.conftest import ROOT
 
 BIG = "x" * (100 * 1024)

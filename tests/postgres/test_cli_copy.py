@@ -179,9 +179,9 @@ def test_copy_refuses_a_source_with_a_run_executing(tmp_path: Path) -> None:
 
 
 def test_copy_into_the_memory_twin_and_import_refuses_a_held_run(duckdb_source: Any) -> None:
+    from letitloop.errors import RunLockedError
     from letitloop.journal._copy import copy_journal
     from letitloop.journal._memory import MemoryJournal, MemoryStore
-    from letitloop.kernel._errors import RunLockedError
 
     _, src = duckdb_source
     store = MemoryStore()

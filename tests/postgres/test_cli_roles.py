@@ -73,7 +73,7 @@ def _json(done: subprocess.CompletedProcess[str]) -> Any:
 
 def test_the_documented_roles_work_as_documented(roles: dict[str, str]) -> None:
     from letitloop import approval, durable, step
-    from letitloop.kernel._errors import Suspended
+    from letitloop.errors import Suspended
 
     @durable(journal=roles["worker"], name="roles.release", run_id="r1")
     def release() -> str:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from letitloop.errors import ApprovalDecidedError, LeaseLostError, RunLockedError
 from letitloop.journal._contract import EventInfo
 from letitloop.journal.postgres._journal import PgJournal
-from letitloop.kernel._errors import ApprovalDecidedError, LeaseLostError, RunLockedError
 from tests.crash.crash_helpers import Worker
 
 WORKER = str(Path(__file__).resolve().parent / "workers" / "pg_worker.py")

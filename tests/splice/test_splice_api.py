@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import letitloop.splice as splice
-from letitloop.kernel._errors import LetItLoopError
+from letitloop.errors import LetItLoopError
 from letitloop.splice import (
     AmbiguousTargetError,
     InvalidSourceError,

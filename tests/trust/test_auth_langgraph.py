@@ -17,8 +17,8 @@ import ormsgpack
 import pytest
 
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
+from letitloop.errors import TamperedDataError
 from letitloop.journal.duckdb._client import stop_owner
-from letitloop.kernel._errors import TamperedDataError
 from tests.adapters.lg_pipeline import build
 
 EXT_CONSTRUCTOR_SINGLE_ARG = 0  # langgraph.checkpoint.serde.jsonplus: module, name, argument

@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from letitloop.cli import lil
+from letitloop.errors import RunLockedError, TamperedDataError
 from letitloop.journal.duckdb._client import OwnerJournal, open_journal, stop_owner
-from letitloop.kernel._errors import RunLockedError, TamperedDataError
 from letitloop.kernel._resume import resume_run
 
 WORKFLOW = """

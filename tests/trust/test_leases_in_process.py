@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from letitloop import atomic_marker, durable, durable_async
-from letitloop.kernel._errors import RunLockedError
+from letitloop.errors import RunLockedError
 
 
 @pytest.fixture(params=["owner", "memory"])

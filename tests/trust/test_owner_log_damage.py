@@ -20,10 +20,10 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from letitloop.errors import JournalUnavailableError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal
 from letitloop.journal.duckdb._log import Log, _frames, frame
-from letitloop.kernel._errors import JournalUnavailableError
 from tests.trust.trust_helpers import ROOT, Worker, owner_pid, pid_alive, wait_until
 
 STEPS = 40

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from letitloop import durable, step
 from letitloop.cli import lil
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 
 def _sql(path: Path, query: str, *flags: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from letitloop import approval, durable, step
-from letitloop.kernel._errors import LetItLoopError, Suspended
+from letitloop.errors import LetItLoopError, Suspended
 
 SCHEMA = {
     "type": "object",

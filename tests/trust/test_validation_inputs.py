@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from letitloop import approval, durable, step
 from letitloop.cli import lil
-from letitloop.kernel._errors import ConfigError, JournalError, LetItLoopError, Suspended
+from letitloop.errors import ConfigError, JournalError, LetItLoopError, Suspended
 
 
 def _lil(path: Path, *args: str) -> Any:

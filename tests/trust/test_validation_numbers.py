@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from letitloop import durable, step
 from letitloop.cli import lil
+from letitloop.errors import ConfigError
 from letitloop.kernel._cost import record_cost
-from letitloop.kernel._errors import ConfigError
 
 
 def _healthy(journal: Any) -> None:
@@ -99,7 +99,7 @@ def test_lil_runs_budget_out_of_range_fails_clearly(
 
 def test_budget_beyond_the_column_is_refused_by_the_owner_itself(journal: Any) -> None:
     """A client that skips the CLI's check still cannot make the owner store it."""
-    from letitloop.kernel._errors import JournalError
+    from letitloop.errors import JournalError
 
     @durable(journal=journal, name="budgeted2")
     def budgeted2() -> int:
@@ -115,7 +115,7 @@ def test_budget_beyond_the_column_is_refused_by_the_owner_itself(journal: Any) -
 
 
 def test_memory_journal_refuses_the_same_numbers(memory_journal: Any) -> None:
-    from letitloop.kernel._errors import JournalError
+    from letitloop.errors import JournalError
 
     @durable(journal=memory_journal, name="m")
     def m() -> int:

@@ -222,7 +222,7 @@ def test_a_marker_whose_block_raised_is_in_doubt_until_resolved(journal_path: Pa
 async def test_cancel_asks_first_and_then_stops_the_run(
     journal_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from letitloop.kernel._errors import RunCancelledError
+    from letitloop.errors import RunCancelledError
 
     monkeypatch.setenv("LIL_JOURNAL", str(journal_path))
     with pytest.raises(BudgetExceeded):

@@ -12,8 +12,8 @@ from textual.command import CommandList
 from textual.widgets import DataTable
 from tui_helpers import settle, until
 
+from letitloop.errors import JournalUnavailableError
 from letitloop.journal.duckdb._client import OwnerJournal, stop_owner
-from letitloop.kernel._errors import JournalUnavailableError
 from letitloop.tui._app import LilApp
 from letitloop.tui._effects import EffectsScreen
 from letitloop.tui._help import HelpScreen

@@ -12,8 +12,8 @@ import tui_workflows as wf
 from textual.widgets import DataTable, Static, TextArea
 from tui_helpers import HERE, plain, settle, until
 
+from letitloop.errors import ApprovalPending
 from letitloop.journal.duckdb._client import open_journal
-from letitloop.kernel._errors import ApprovalPending
 from letitloop.tui._app import LilApp
 from letitloop.tui._widgets import PayloadScreen, PromptScreen
 

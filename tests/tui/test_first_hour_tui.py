@@ -14,9 +14,9 @@ from textual.widgets import DataTable, Label, RichLog, Sparkline
 from tui_helpers import settle, until
 
 from letitloop import durable, step
+from letitloop.errors import ApprovalPending
 from letitloop.journal._contract import EventInfo
 from letitloop.journal.duckdb._client import open_journal
-from letitloop.kernel._errors import ApprovalPending
 from letitloop.tui._app import LilApp
 from letitloop.tui._detail import DetailScreen
 from letitloop.tui._events import describe

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 from tui_helpers import settle, until
 
 from letitloop import durable, step
-from letitloop.kernel._errors import MapItemError
+from letitloop.errors import MapItemError
 from letitloop.tui._app import LilApp
 from letitloop.tui._detail import DetailScreen
 

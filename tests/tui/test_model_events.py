@@ -50,7 +50,7 @@ def test_a_langgraph_thread_moves_forward_from_pushed_checkpoints(journal_path: 
 
 def test_a_cancel_event_marks_the_row(journal_path: Path) -> None:
     from letitloop import durable, step, suspend
-    from letitloop.kernel._errors import Suspended
+    from letitloop.errors import Suspended
 
     journal = open_journal(journal_path)
 

@@ -15,8 +15,8 @@ import pytest
 import tui_workflows as wf
 from tui_helpers import in_doubt, settle
 
+from letitloop.errors import ApprovalPending
 from letitloop.journal.duckdb._client import open_journal
-from letitloop.kernel._errors import ApprovalPending
 from letitloop.splice import propose_splice
 from letitloop.tui._app import LilApp
 from letitloop.tui._model import FrozenClock

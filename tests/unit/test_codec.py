@@ -29,6 +29,9 @@ import pydantic
 import pytest
 
 import letitloop
+import letitloop.kernel._codec as codec_module
+from letitloop._keys import key_path, load_or_create_key
+from letitloop.errors import CodecError, ConfigError, TamperedDataError, UnencodableError
 from letitloop.kernel._codec import (
     CODEC_CLASS,
     CODEC_JSON,
@@ -38,8 +41,6 @@ from letitloop.kernel._codec import (
     fingerprint,
     preview,
 )
-from letitloop.kernel._errors import CodecError, ConfigError, TamperedDataError, UnencodableError
-from letitloop.kernel._keys import key_path, load_or_create_key
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -453,8 +454,23 @@ def no_unpickle_no_import(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return record
 
     monkeypatch.setattr(pickle, "loads", fail("pickle.loads"))
+    monkeypatch.setattr(pickle, "Unpickler", fail("pickle.Unpickler"))
+    monkeypatch.setattr(codec_module, "_unpickle", fail("_unpickle"))
     monkeypatch.setattr(importlib, "import_module", fail("import_module"))
     return calls
+
+
+def test_a_pickle_naming_a_moved_module_loads_from_its_new_home() -> None:
+    """Errors lived in ``letitloop.kernel._errors`` until 2026-12-07: a journal written then
+    holds authenticated pickles that name it, and they still load, as the same class."""
+    from letitloop.errors import InDoubtError
+
+    raw = pickle.dumps(InDoubtError("m", fix="f", run_id="r"), protocol=0)  # names as text
+    old = raw.replace(b"letitloop.errors", b"letitloop.kernel._errors")
+    assert old != raw
+    sealed = hmac.new(KEY, old, hashlib.sha256).digest() + old
+    value = Codec(KEY).decode(CODEC_PICKLE, sealed)
+    assert type(value) is InDoubtError and value.fix == "f" and value.run_id == "r"
 
 
 @pytest.mark.parametrize("where", [0, 31, 32, -1])
@@ -744,7 +760,7 @@ def test_corrupt_key_file_is_not_replaced(
 KEY_RACE_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from letitloop.kernel._keys import load_or_create_key
+    from letitloop._keys import load_or_create_key
     start = float(sys.argv[1])
     while time.time() < start:
         pass

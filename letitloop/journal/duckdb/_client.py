@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from letitloop import errors as _errors
+from letitloop.errors import JournalUnavailableError, JournalVersionError, LetItLoopError
 from letitloop.journal import _checkpoints
 from letitloop.journal._config import JournalPaths, env_float, find_journal
 from letitloop.journal._contract import (
@@ -40,8 +42,6 @@ from letitloop.journal._records import (
 from letitloop.journal._state import run_state
 from letitloop.journal._writes import RecordWrites
 from letitloop.journal.duckdb import _wire
-from letitloop.kernel import _errors
-from letitloop.kernel._errors import JournalUnavailableError, JournalVersionError, LetItLoopError
 
 # How long a call waits for the owner's answer before raising (an owner that is SIGSTOPped,
 # hung or swamped). A workflow's own writes and reads (open_run, append, output...) wait

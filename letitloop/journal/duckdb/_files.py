@@ -17,8 +17,8 @@ import socket
 import struct
 from pathlib import Path
 
+from letitloop.errors import ConfigError
 from letitloop.journal._config import JournalPaths, share_group
-from letitloop.kernel._errors import ConfigError
 
 SHARE_FIX = (
     "only the user who runs a journal's owner may use it; to share a journal with a group, set "

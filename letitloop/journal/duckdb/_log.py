@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from letitloop.kernel._errors import DiskFullError, JournalError
+from letitloop.errors import DiskFullError, JournalError
 
 HEADER = struct.Struct("<II")
 _LEN = struct.Struct("<I")

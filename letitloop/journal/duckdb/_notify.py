@@ -154,7 +154,7 @@ def start(store: Store, journal_db: Path) -> Notifier:
     configuration is told in the owner's log and turns them off, not the journal)."""
     import sys
 
-    from letitloop.kernel._errors import LetItLoopError
+    from letitloop.errors import LetItLoopError
 
     try:
         cfg = load_config(journal_db.parent)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from letitloop import __version__ as VERSION
+from letitloop.errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
 from letitloop.journal._config import JournalPaths, env_float
 from letitloop.journal._records import Record, budget_record, without_payload
 from letitloop.journal._state import (
@@ -51,7 +52,6 @@ from letitloop.journal.duckdb._queries import Queries
 from letitloop.journal.duckdb._reads import QUERIES, READS
 from letitloop.journal.duckdb._requests import BadRequest
 from letitloop.journal.duckdb._requests import decode as decode_request
-from letitloop.kernel._errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
 
 if TYPE_CHECKING:
     from letitloop.journal.duckdb._notify import Notifier

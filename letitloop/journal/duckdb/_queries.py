@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from letitloop.kernel._errors import JournalError
+from letitloop.errors import JournalError
 
 if TYPE_CHECKING:
     import duckdb

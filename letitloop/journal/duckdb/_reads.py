@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from letitloop import __version__ as VERSION
-from letitloop.kernel._errors import JournalError
+from letitloop.errors import JournalError
 
 if TYPE_CHECKING:
     from letitloop.journal.duckdb._owner import Owner

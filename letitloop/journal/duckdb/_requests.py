@@ -13,7 +13,7 @@ from typing import Any
 
 import msgpack
 
-from letitloop.kernel._errors import JournalError
+from letitloop.errors import JournalError
 
 _S, _I, _F, _B, _N = str, int, float, bool, type(None)
 _NUM = (int, float)

@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from letitloop.errors import JournalError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._log import Log, frame
-from letitloop.kernel._errors import JournalError
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 
+from letitloop.errors import ConfigError, JournalError, JournalVersionError
 from letitloop.journal._analytics import VIEWS as ANALYTICS_VIEWS
 from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
 from letitloop.journal._preview import preview
@@ -34,7 +35,6 @@ from letitloop.journal._records import (
     without_payload,
 )
 from letitloop.journal.duckdb._checkpoint_store import CheckpointStore
-from letitloop.kernel._errors import ConfigError, JournalError, JournalVersionError
 
 SCHEMA_VERSION = 1
 SCHEMA = """

@@ -8,7 +8,7 @@ next owner loads that (msgpack), starts serving those runs, and opens DuckDB in 
 
 Nothing read from a journal's directory is trusted unless the journal's key authenticates it:
 the file carries an HMAC-SHA256 under the journal's key (kept outside the journal, see
-``kernel._keys``) over everything in it, and names the DuckDB file it describes by path, inode,
+``letitloop._keys``) over everything in it, and names the DuckDB file it describes by path, inode,
 size and modification time, and the letitloop version and protocol that wrote it. A snapshot
 that is damaged, forged, from another journal or version, or older than the DuckDB file or the
 log (anything written after it) is ignored: the owner then starts from DuckDB as before. A
@@ -69,8 +69,8 @@ def _files_id(paths: JournalPaths) -> list[Any]:
 
 def _key(journal_id: str) -> bytes | None:
     """The journal's key if it exists; never created here (no key: no snapshot is trusted)."""
-    from letitloop.kernel import _keys
-    from letitloop.kernel._errors import LetItLoopError
+    from letitloop import _keys
+    from letitloop.errors import LetItLoopError
 
     try:
         if env := os.environ.get(_keys.KEY_ENV):
@@ -124,7 +124,7 @@ def write(
     runs: Sequence[dict[str, Any]],
 ) -> None:
     """Write the snapshot atomically (mode 0600): called once DuckDB is closed at a clean stop."""
-    from letitloop.kernel._keys import load_or_create_key
+    from letitloop._keys import load_or_create_key
 
     data = encode(paths, load_or_create_key(journal_id), journal_id, schema, folded_lsn, runs)
     target = path_of(paths)

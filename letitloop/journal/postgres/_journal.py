@@ -21,6 +21,12 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from letitloop.errors import (
+    JournalError,
+    JournalUnavailableError,
+    LetItLoopError,
+    RunLockedError,
+)
 from letitloop.journal._config import env_float
 from letitloop.journal._contract import (
     ApprovalInfo,
@@ -53,12 +59,6 @@ from letitloop.journal.postgres import _limits, _reads, _schema
 from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
 from letitloop.journal.postgres._listen import Follower, Notifier, Subscription
 from letitloop.journal.postgres._writes import HOT_SYNC, HOT_UNWAITED, hot_params, project
-from letitloop.kernel._errors import (
-    JournalError,
-    JournalUnavailableError,
-    LetItLoopError,
-    RunLockedError,
-)
 
 T = TypeVar("T")
 HOLD_DELAY = 0.05  # unwaited records are written within this, or with the next write

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from letitloop.kernel._errors import LeaseLostError
+from letitloop.errors import LeaseLostError
 
 if TYPE_CHECKING:
     from letitloop.journal.postgres._journal import PgJournal

@@ -20,10 +20,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from letitloop.errors import ConfigError, LetItLoopError
 from letitloop.journal._contract import EventInfo, Notice
 from letitloop.journal._limits import Bucket, check_name, check_rate, check_seconds, check_tokens
 from letitloop.journal._outbox import Outbox, list_notices, load_config, retry_sql
-from letitloop.kernel._errors import ConfigError, LetItLoopError
 
 if TYPE_CHECKING:
     from letitloop.journal.postgres._journal import PgJournal

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from letitloop.errors import ConfigError, JournalVersionError
 from letitloop.journal._analytics import VIEWS_1 as ANALYTICS_VIEWS_1
 from letitloop.journal.postgres import _limits
-from letitloop.kernel._errors import ConfigError, JournalVersionError
 
 DEFAULT_SCHEMA = "letitloop"
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")

@@ -23,7 +23,7 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from letitloop import approval, open_journal
 from letitloop.adapters.autogen import durable_team
-from letitloop.kernel._errors import ApprovalPending, ConfigError
+from letitloop.errors import ApprovalPending, ConfigError
 
 OUT = Path(sys.argv[1])
 INFO = {

@@ -22,7 +22,7 @@ from smolagents.monitoring import TokenUsage
 
 from letitloop import Budget, MemoryJournal, approval
 from letitloop.adapters.smolagents import SmolagentsWALCallback, durable_agent
-from letitloop.kernel._errors import (
+from letitloop.errors import (
     ApprovalPending,
     BudgetExceeded,
     ConfigError,

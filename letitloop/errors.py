@@ -1,4 +1,5 @@
-"""Every error letitloop raises, in one hierarchy.
+"""Every error letitloop raises, in one hierarchy (the base layer: every part of letitloop
+imports it, and it imports nothing of letitloop).
 
     LetItLoopError                  base: .run_id .step .position .fix, and a short .title
     ├── ConfigError                 an option or the journal location is wrong

@@ -14,7 +14,7 @@ import os
 import pathlib
 import time
 
-from letitloop.kernel._errors import ConfigError
+from letitloop.errors import ConfigError
 
 KEY_ENV = "LIL_PICKLE_KEY"
 KEY_DIR_ENV = "LIL_KEY_DIR"
