@@ -34,8 +34,7 @@ os.environ.setdefault("LIL_OWNER_IDLE", "900")
 
 import synthetic  # noqa: E402
 
-from letitloop.journal import _analytics as analytics  # noqa: E402
-from letitloop.journal import open_journal  # noqa: E402
+from letitloop.journal import _analytics as analytics, open_journal  # noqa: E402
 
 BAR_S = 1.0
 

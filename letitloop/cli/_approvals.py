@@ -171,7 +171,7 @@ def _decide(
 
 
 def _find(approval_id: str) -> ApprovalInfo:
-    from letitloop.journal._approvals import match
+    from letitloop.journal import match_approval as match
 
     return match(approval_id, open_cli_journal().approvals(limit=HUGE))
 

@@ -22,8 +22,7 @@ from typing import Any
 
 import click
 
-from letitloop.cli import _demo_script as script
-from letitloop.cli import _output as out
+from letitloop.cli import _demo_script as script, _output as out
 from letitloop.cli._shared import LilError, json_option
 
 WATCH_TIMEOUT = 60.0

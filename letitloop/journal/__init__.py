@@ -1,19 +1,183 @@
-"""Journal backends behind one contract: the state machine, the in-memory twin and the backends.
+"""The journal's one face: open a journal, its contract, its records, and the helpers every layer
+above it shares.
 
-``letitloop.kernel`` (the durable runtime) speaks only the ``Journal`` contract
-(``journal._contract``) and gets a journal from ``open_journal`` here, which resolves the
-backend from the journal's location. Backends live in their own packages (``duckdb/``: the
-owner process, its log, store and client; ``postgres/``: the PostgreSQL journal). Nothing
-here imports a front end.
+The runtime (``letitloop.kernel``), the operate layer and the front ends import these names from
+here, never from the private modules behind them; the backends (``duckdb/``: the owner process
+and its client; ``postgres/``) live in their own packages, which only ``open_journal`` reaches.
+Names are resolved lazily (PEP 562): a process that only resumes a run pays for what it uses.
+
+    open        open_journal, find_location, find_journal, JournalPaths, who, tool_table
+    contract    Journal and its roles, Subscription, Encoded, and the records it returns:
+                RunState StepRecord RunInfo RunDetail AttemptInfo EventInfo ApprovalInfo
+                Proposal CacheEntry Notice CheckpointRow CheckpointWrite
+    records     Record, check_text, error_dict, in_doubt_error, RecordWrites, the limits
+                MAX_MICROS MAX_TOKENS MAX_BUDGET_TOKENS
+    values      preview, short_repr, call_preview (never run user code)
+    features    forks (ForkOrigin, plan_fork, fork_records, forked_from, origin_of), step.map
+                items (item_key, MapItems, map_items), shared limits (check_name, check_rate,
+                check_tokens), approvals (match_approval, check_payload), the outbox
+                (classify), MemoryJournal, copy_journal and CopyOptions
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+
+from letitloop._lazy import lazy_exports
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+
+_C = "letitloop.journal._contract"
+_EXPORTS = {
+    "find_location": "letitloop.journal._config",
+    "find_journal": "letitloop.journal._config",
+    "JournalPaths": "letitloop.journal._config",
+    "who": "letitloop.journal._config",
+    "tool_table": "letitloop.journal._config",
+    **dict.fromkeys(
+        (
+            "Journal",
+            "RunJournal",
+            "ReadJournal",
+            "DecisionJournal",
+            "ProposalJournal",
+            "CacheJournal",
+            "CheckpointJournal",
+            "LimitJournal",
+            "OutboxJournal",
+            "AdminJournal",
+            "Subscription",
+            "Encoded",
+            "RunState",
+            "StepRecord",
+            "RunInfo",
+            "RunDetail",
+            "AttemptInfo",
+            "EventInfo",
+            "ApprovalInfo",
+            "Proposal",
+            "CacheEntry",
+            "Notice",
+            "CheckpointRow",
+            "CheckpointWrite",
+        ),
+        _C,
+    ),
+    "Record": "letitloop.journal._records",
+    "check_text": "letitloop.journal._records",
+    "MAX_MICROS": "letitloop.journal._records",
+    "MAX_TOKENS": "letitloop.journal._records",
+    "MAX_BUDGET_TOKENS": "letitloop.journal._records",
+    "error_dict": "letitloop.journal._state",
+    "in_doubt_error": "letitloop.journal._state",
+    "RecordWrites": "letitloop.journal._writes",
+    "preview": "letitloop.journal._preview",
+    "short_repr": "letitloop.journal._preview",
+    "call_preview": "letitloop.journal._preview",
+    "ForkOrigin": "letitloop.journal._fork",
+    "plan_fork": "letitloop.journal._fork",
+    "fork_records": "letitloop.journal._fork",
+    "forked_from": "letitloop.journal._fork",
+    "origin_of": "letitloop.journal._fork",
+    "item_key": "letitloop.journal._maps",
+    "MapItems": "letitloop.journal._maps",
+    "map_items": "letitloop.journal._maps",
+    "check_name": "letitloop.journal._limits",
+    "check_rate": "letitloop.journal._limits",
+    "check_tokens": "letitloop.journal._limits",
+    "match_approval": "letitloop.journal._approvals",
+    "check_payload": "letitloop.journal._approvals",
+    "classify": "letitloop.journal._outbox",
+    "MemoryJournal": "letitloop.journal._memory",
+    "copy_journal": "letitloop.journal._copy",
+    "CopyOptions": "letitloop.journal._copy",
+}
+__all__ = sorted([*_EXPORTS, "open_journal"])
 
 if TYPE_CHECKING:
-    from letitloop.journal._contract import Journal
+    from letitloop.journal._approvals import (
+        check_payload as check_payload,
+        match_approval as match_approval,
+    )
+    from letitloop.journal._config import (
+        JournalPaths as JournalPaths,
+        find_journal as find_journal,
+        find_location as find_location,
+        tool_table as tool_table,
+        who as who,
+    )
+    from letitloop.journal._contract import (
+        AdminJournal as AdminJournal,
+        ApprovalInfo as ApprovalInfo,
+        AttemptInfo as AttemptInfo,
+        CacheEntry as CacheEntry,
+        CacheJournal as CacheJournal,
+        CheckpointJournal as CheckpointJournal,
+        CheckpointRow as CheckpointRow,
+        CheckpointWrite as CheckpointWrite,
+        DecisionJournal as DecisionJournal,
+        Encoded as Encoded,
+        EventInfo as EventInfo,
+        Journal as Journal,
+        LimitJournal as LimitJournal,
+        Notice as Notice,
+        OutboxJournal as OutboxJournal,
+        Proposal as Proposal,
+        ProposalJournal as ProposalJournal,
+        ReadJournal as ReadJournal,
+        RunDetail as RunDetail,
+        RunInfo as RunInfo,
+        RunJournal as RunJournal,
+        RunState as RunState,
+        StepRecord as StepRecord,
+        Subscription as Subscription,
+    )
+    from letitloop.journal._copy import (
+        CopyOptions as CopyOptions,
+        copy_journal as copy_journal,
+    )
+    from letitloop.journal._fork import (
+        ForkOrigin as ForkOrigin,
+        fork_records as fork_records,
+        forked_from as forked_from,
+        origin_of as origin_of,
+        plan_fork as plan_fork,
+    )
+    from letitloop.journal._limits import (
+        check_name as check_name,
+        check_rate as check_rate,
+        check_tokens as check_tokens,
+    )
+    from letitloop.journal._maps import (
+        MapItems as MapItems,
+        item_key as item_key,
+        map_items as map_items,
+    )
+    from letitloop.journal._memory import (
+        MemoryJournal as MemoryJournal,
+    )
+    from letitloop.journal._outbox import (
+        classify as classify,
+    )
+    from letitloop.journal._preview import (
+        call_preview as call_preview,
+        preview as preview,
+        short_repr as short_repr,
+    )
+    from letitloop.journal._records import (
+        MAX_BUDGET_TOKENS as MAX_BUDGET_TOKENS,
+        MAX_MICROS as MAX_MICROS,
+        MAX_TOKENS as MAX_TOKENS,
+        Record as Record,
+        check_text as check_text,
+    )
+    from letitloop.journal._state import (
+        error_dict as error_dict,
+        in_doubt_error as in_doubt_error,
+    )
+    from letitloop.journal._writes import (
+        RecordWrites as RecordWrites,
+    )
 
 
 def open_journal(spec: str | os.PathLike[str] | None = None) -> Journal:
@@ -37,3 +201,6 @@ def open_journal(spec: str | os.PathLike[str] | None = None) -> Journal:
     from letitloop.journal.duckdb._client import open_journal as open_duckdb
 
     return open_duckdb(found)
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

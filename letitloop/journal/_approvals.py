@@ -181,7 +181,7 @@ def decided(row: ApprovalInfo, answer: Record) -> ApprovalInfo:
     )
 
 
-def match(text: str, rows: list[ApprovalInfo]) -> ApprovalInfo:
+def match_approval(text: str, rows: list[ApprovalInfo]) -> ApprovalInfo:
     """The approval whose id is ``text`` or starts with it."""
     found = [r for r in rows if r.id == text] or [r for r in rows if r.id.startswith(text)]
     if len(found) == 1:

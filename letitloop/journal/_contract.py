@@ -1,9 +1,13 @@
 """The Journal contract: what every journal backend provides, independent of how it stores data.
 
-The durable runtime, the CLI and every front end speak only this Protocol. Two implementations
-exist: ``OwnerJournal`` (a client of the per-file DuckDB owner process) and ``MemoryJournal``
-(in-process, for fast tests). A PostgreSQL backend must implement the same methods and pass the
-same contract tests; nothing here may assume DuckDB.
+The durable runtime, the operate layer and every front end speak only these Protocols. The
+contract is split into roles (``RunJournal`` to execute runs, ``ReadJournal`` to read them,
+``DecisionJournal`` for a person's decisions, and proposals, cache, checkpoints, limits, the
+outbox and administration); ``Journal`` is all of them. Three backends implement every role:
+``OwnerJournal`` (a client of the per-file DuckDB owner process), ``PostgresJournal`` and
+``MemoryJournal`` (in-process, for fast tests), and pass one contract suite; nothing here may
+assume a backend. A caller that needs one role asks for it (the LangGraph saver takes a
+``CheckpointJournal``), so what a piece of code may do to a journal reads from its signature.
 
 Leases: ``open_run(..., lease=True)`` makes the calling journal object the only writer of that
 run until ``release_run`` or until the process dies (the owner notices the closed socket).
@@ -231,11 +235,15 @@ class Subscription(Protocol):
     def close(self) -> None: ...
 
 
-class Journal(Protocol):
-    """The backend contract. Every method is safe to call from any thread."""
+class _Located(Protocol):
+    """Every role knows which journal it is: its id (keys, notices) and where it is."""
 
     journal_id: str
     location: str
+
+
+class RunJournal(_Located, Protocol):
+    """What the durable runtime needs to execute a run: lease it, replay it, write it."""
 
     def open_run(
         self,
@@ -263,25 +271,22 @@ class Journal(Protocol):
         """Write records; with sync, return only once they are durable."""
         ...
 
-    def import_records(self, records: Sequence[Record]) -> None:
-        """Write records copied from another journal (``lil journal copy``), durably, in order.
+    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded: ...
 
-        They are checked by the state machine like an append (natural keys make a resend a
-        no-op), but as history: no lease is needed, and a run some process holds is refused."""
+    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
+        """The journaled results of those of ``run_ids`` that completed, in one read (a map
+        that re-attaches finds its finished items without a call per item)."""
         ...
 
-    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded: ...
+
+class ReadJournal(_Located, Protocol):
+    """What every surface reads: runs, their steps and attempts, and the event stream."""
 
     def list_runs(
         self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
     ) -> list[RunInfo]: ...
 
     def get_run(self, run_id: str) -> RunDetail: ...
-
-    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
-        """The journaled results of those of ``run_ids`` that completed, in one read (a map
-        that re-attaches finds its finished items without a call per item)."""
-        ...
 
     def find_run(self, text: str) -> str:
         """Resolve a run id, or an unambiguous prefix or suffix of one, to the full id."""
@@ -299,38 +304,20 @@ class Journal(Protocol):
         ``interrupted`` event (not a journal record) says the process executing a run is gone."""
         ...
 
+
+class DecisionJournal(_Located, Protocol):
+    """A person's decisions and interventions on a run (first decision wins)."""
+
     def resolve_marker(
         self, run_id: str, marker: str | int, resolution: str, by: str, comment: str | None = None
     ) -> None:
         """Decide a marker in doubt (``done``/``redo``/``rearm``), with the person's comment."""
         ...
 
-    def cache_get(self, key: str) -> CacheEntry | None: ...
-
-    def cache_put(
-        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
-    ) -> None:
-        """Keep an output for reuse; not waited for (a lost entry only costs a recomputation)."""
-        ...
-
-    def cache_list(self, limit: int = 100) -> list[CacheEntry]: ...
-
-    def cache_clear(self, fn: str | None = None) -> None: ...
-
     def set_budget(
         self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
     ) -> None:
         """Set or raise a run's budget; a suspended run continues when it is called again."""
-        ...
-
-    def propose(self, proposal: Proposal) -> None:
-        """Record a pending splice proposal (made by the splicer's ``propose_splice``)."""
-        ...
-
-    def proposals(self, state: str | None = None) -> list[Proposal]: ...
-
-    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
-        """Record that a proposal was applied, rejected or found in conflict."""
         ...
 
     def approvals(
@@ -369,12 +356,39 @@ class Journal(Protocol):
 
     def reset_run(self, run_id: str, by: str, comment: str | None = None) -> None: ...
 
-    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
-        """Delete finished runs older than ``older_than`` (graph threads are left alone: they
-        go with ``delete_checkpoints``)."""
+
+class ProposalJournal(_Located, Protocol):
+    """Splice proposals: an agent proposes, a person applies or rejects."""
+
+    def propose(self, proposal: Proposal) -> None:
+        """Record a pending splice proposal (made by the splicer's ``propose_splice``)."""
         ...
 
-    # -- graph checkpoints: a thread is the run ``langgraph:<thread_id>`` ----------------------
+    def proposals(self, state: str | None = None) -> list[Proposal]: ...
+
+    def decide(self, proposal_id: str, state: str, by: str, note: str | None = None) -> None:
+        """Record that a proposal was applied, rejected or found in conflict."""
+        ...
+
+
+class CacheJournal(_Located, Protocol):
+    """Step outputs kept for reuse across runs (``step(..., cache=True)``)."""
+
+    def cache_get(self, key: str) -> CacheEntry | None: ...
+
+    def cache_put(
+        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
+    ) -> None:
+        """Keep an output for reuse; not waited for (a lost entry only costs a recomputation)."""
+        ...
+
+    def cache_list(self, limit: int = 100) -> list[CacheEntry]: ...
+
+    def cache_clear(self, fn: str | None = None) -> None: ...
+
+
+class CheckpointJournal(_Located, Protocol):
+    """Graph checkpoints: a thread is the run ``langgraph:<thread_id>``."""
 
     def put_checkpoint(
         self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
@@ -428,7 +442,9 @@ class Journal(Protocol):
         """Copy every checkpoint and write of one thread to another."""
         ...
 
-    # -- shared rate limits (journal._limits) and the notification outbox (journal._outbox) --
+
+class LimitJournal(_Located, Protocol):
+    """Shared rate limits (``journal._limits``): capacity taken by every process."""
 
     def take_capacity(self, name: str, rpm: int | None, tpm: int | None, tokens: int = 0) -> float:
         """Take one call's request and ``tokens`` from the shared limit ``name``: 0.0 when
@@ -447,6 +463,10 @@ class Journal(Protocol):
         """Every limit's bucket now: name, rpm, tpm, requests and tokens left, blocked_for."""
         ...
 
+
+class OutboxJournal(_Located, Protocol):
+    """The notification outbox (``journal._outbox``)."""
+
     def notifications(self, *, state: str | None = None, limit: int = 100) -> list[Notice]:
         """The outbox, newest first (``state``: pending | delivered | failed)."""
         ...
@@ -455,4 +475,37 @@ class Journal(Protocol):
         """Deliver a failed notification again (``lil notify retry``)."""
         ...
 
+
+class AdminJournal(_Located, Protocol):
+    """Keeping the journal: copies, garbage collection, closing."""
+
+    def import_records(self, records: Sequence[Record]) -> None:
+        """Write records copied from another journal (``lil journal copy``), durably, in order.
+
+        They are checked by the state machine like an append (natural keys make a resend a
+        no-op), but as history: no lease is needed, and a run some process holds is refused."""
+        ...
+
+    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
+        """Delete finished runs older than ``older_than`` (graph threads are left alone: they
+        go with ``delete_checkpoints``)."""
+        ...
+
     def close(self) -> None: ...
+
+
+class Journal(
+    RunJournal,
+    ReadJournal,
+    DecisionJournal,
+    ProposalJournal,
+    CacheJournal,
+    CheckpointJournal,
+    LimitJournal,
+    OutboxJournal,
+    AdminJournal,
+    Protocol,
+):
+    """The whole backend contract: every role. A backend implements all of them (and passes the
+    one contract suite); a caller that needs one role asks for it. Every method is safe to call
+    from any thread."""

@@ -63,10 +63,10 @@ class RecordWrites:
         payload: Any = None,
         timed_out_at: float | None = None,
     ) -> ApprovalInfo:
-        row = _approvals.match(approval_id, self.approvals(limit=1 << 30))
+        row = _approvals.match_approval(approval_id, self.approvals(limit=1 << 30))
         rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
         self._append_to_run(row.run_id, [rec])
-        return _approvals.match(row.id, self.approvals(run_id=row.run_id, limit=1 << 30))
+        return _approvals.match_approval(row.id, self.approvals(run_id=row.run_id, limit=1 << 30))
 
     def cancel_run(self, run_id: str, by: str, reason: str | None = None) -> None:
         epoch = self.get_run(run_id).run.epoch

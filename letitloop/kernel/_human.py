@@ -174,7 +174,9 @@ def _await_decision(ctx: RunContext, aid: str, pos: int, name: str, wait: bool) 
     try:
         while True:
             woken.clear()  # cleared before reading: an answer landing after the read wakes us
-            row = _approvals.match(aid, ctx.journal.approvals(run_id=ctx.run_id, limit=1 << 30))
+            row = _approvals.match_approval(
+                aid, ctx.journal.approvals(run_id=ctx.run_id, limit=1 << 30)
+            )
             if row.status in ("approved", "rejected"):
                 return row
             expired = row.deadline is not None and time.time() >= row.deadline

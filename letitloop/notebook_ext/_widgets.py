@@ -100,7 +100,7 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         return f"approval {r.name!r} of run {r.run_id}: {r.status} by {r.decided_by}"
 
     def _row(self, approval_id: str) -> ApprovalInfo:
-        from letitloop.journal._approvals import match
+        from letitloop.journal import match_approval as match
 
         rows = self.journal.approvals(limit=1 << 30)
         return match(approval_id, rows)

@@ -14,8 +14,7 @@ import duckdb
 import pytest
 import synthetic
 
-from letitloop.journal import _analytics as analytics
-from letitloop.journal import open_journal
+from letitloop.journal import _analytics as analytics, open_journal
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
 BLOCKS = re.findall(r"```sql\n(.*?)```", DOC.read_text(), re.S)

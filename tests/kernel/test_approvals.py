@@ -112,11 +112,11 @@ def test_reset_cancels_a_pending_approval(any_journal: Any) -> None:
 def test_ids_match_by_prefix_and_unknown_ids_say_how_to_list(any_journal: Any) -> None:
     rows = [_approvals.info(_ask_record("r", i)) for i in range(40)]
     first = rows[0].id
-    assert _approvals.match(first[:8], rows).id == first
+    assert _approvals.match_approval(first[:8], rows).id == first
     with pytest.raises(JournalError, match="lil approvals list"):
-        _approvals.match("zzz", rows)
+        _approvals.match_approval("zzz", rows)
     with pytest.raises(JournalError, match="ambiguous"):
-        _approvals.match("", rows)
+        _approvals.match_approval("", rows)
 
 
 def _ask_record(run: str, pos: int) -> dict[str, Any]:

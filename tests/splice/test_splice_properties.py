@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from letitloop.splice import delete, list_targets, replace, source_of
 from letitloop.splice._index import Index

@@ -50,8 +50,7 @@ from letitloop.journal.duckdb._checkpoint_heads import Heads
 from letitloop.journal.duckdb._log import Log, disk_full, frame_parts
 from letitloop.journal.duckdb._queries import Queries
 from letitloop.journal.duckdb._reads import QUERIES, READS
-from letitloop.journal.duckdb._requests import BadRequest
-from letitloop.journal.duckdb._requests import decode as decode_request
+from letitloop.journal.duckdb._requests import BadRequest, decode as decode_request
 
 if TYPE_CHECKING:
     from letitloop.journal.duckdb._notify import Notifier
