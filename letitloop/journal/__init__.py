@@ -15,7 +15,8 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
     values      preview, short_repr, call_preview (never run user code)
     features    forks (ForkOrigin, plan_fork, fork_records, forked_from, origin_of), step.map
                 items (item_key, MapItems, map_items), shared limits (check_name, check_rate,
-                check_tokens), approvals (match_approval, check_payload), the outbox
+                check_tokens), approvals (approval_id, approval_request, parse_timeout,
+                check_on_timeout, check_payload, payload_json, match_approval), the outbox
                 (classify), MemoryJournal, copy_journal and CopyOptions
 """
 
@@ -85,8 +86,18 @@ _EXPORTS = {
     "check_name": "letitloop.journal._limits",
     "check_rate": "letitloop.journal._limits",
     "check_tokens": "letitloop.journal._limits",
-    "match_approval": "letitloop.journal._approvals",
-    "check_payload": "letitloop.journal._approvals",
+    **dict.fromkeys(
+        (
+            "approval_id",
+            "approval_request",
+            "check_on_timeout",
+            "check_payload",
+            "match_approval",
+            "parse_timeout",
+            "payload_json",
+        ),
+        "letitloop.journal._approvals",
+    ),
     "classify": "letitloop.journal._outbox",
     "MemoryJournal": "letitloop.journal._memory",
     "copy_journal": "letitloop.journal._copy",
@@ -96,8 +107,13 @@ __all__ = sorted([*_EXPORTS, "open_journal"])
 
 if TYPE_CHECKING:
     from letitloop.journal._approvals import (
+        approval_id as approval_id,
+        approval_request as approval_request,
+        check_on_timeout as check_on_timeout,
         check_payload as check_payload,
         match_approval as match_approval,
+        parse_timeout as parse_timeout,
+        payload_json as payload_json,
     )
     from letitloop.journal._config import (
         JournalPaths as JournalPaths,

@@ -62,7 +62,7 @@ def check_on_timeout(value: str) -> str:
     return value
 
 
-def to_json(value: Any, what: str) -> str:
+def payload_json(value: Any, what: str) -> str:
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
     except RecursionError:
@@ -131,7 +131,7 @@ def warm() -> None:
 _import_lock = allocate_lock()  # threading.Lock, without importing threading
 
 
-def ask(
+def approval_request(
     aid: str,
     payload: Any,
     schema: dict[str, Any] | None,
@@ -143,8 +143,8 @@ def ask(
         check_payload(schema, payload, "the approval's payload")
     return {
         "id": aid,
-        "payload": to_json(payload, "an approval's payload"),
-        "schema": None if schema is None else to_json(schema, "an approval's schema"),
+        "payload": payload_json(payload, "an approval's payload"),
+        "schema": None if schema is None else payload_json(schema, "an approval's schema"),
         "deadline": deadline,
         "on_timeout": check_on_timeout(on_timeout),
     }
@@ -215,7 +215,7 @@ def answer_record(
     edited = None
     if payload is not None:
         check_payload(row.schema, payload, "the edited payload")
-        edited = to_json(payload, "the edited payload")
+        edited = payload_json(payload, "the edited payload")
     return validate(
         {
             "k": "answer",

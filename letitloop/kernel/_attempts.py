@@ -13,7 +13,7 @@ import functools
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from letitloop.errors import ConfigError, DeadLetteredError
-from letitloop.journal._state import error_dict
+from letitloop.journal import error_dict
 from letitloop.kernel._policy import (
     CLOCK,
     INVALID,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-    from letitloop.journal._contract import StepRecord
+    from letitloop.journal import StepRecord
     from letitloop.kernel._context import RunContext
 
 

@@ -533,8 +533,8 @@ class Codec:
 
 def preview(codec: str, data: bytes, limit: int = 2000) -> str:
     """Human-readable text for stored data, without importing or unpickling anything (the one
-    preview of every surface lives in ``letitloop.journal._preview``)."""
-    from letitloop.journal._preview import preview as _preview
+    preview of every surface lives in ``letitloop.journal.preview``)."""
+    from letitloop.journal import preview as _preview
 
     return _preview(codec, data, limit=limit)
 

@@ -16,9 +16,7 @@ from letitloop.errors import (
     NonDeterminismError,
     NotInDurableContextError,
 )
-from letitloop.journal._contract import Journal, RunState, StepRecord
-from letitloop.journal._records import Record
-from letitloop.journal._state import error_dict
+from letitloop.journal import Journal, Record, RunState, StepRecord, error_dict
 from letitloop.kernel._codec import Codec, _json_decode
 from letitloop.kernel._policy import StepOptions
 

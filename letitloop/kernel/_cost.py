@@ -117,7 +117,7 @@ def from_output(cost: Cost, out: Any) -> None:
 
 def _add(cost: Cost, micros: int, tokens_in: int, tokens_out: int, what: str) -> None:
     """Add to an attempt's cost, refusing what the journal cannot hold (before changing it)."""
-    from letitloop.journal._records import MAX_MICROS, MAX_TOKENS
+    from letitloop.journal import MAX_MICROS, MAX_TOKENS
 
     total = (cost["usd_micros"] + micros, cost["in"] + tokens_in, cost["out"] + tokens_out)
     if min(total) < 0 or total[0] > MAX_MICROS or max(total[1:]) > MAX_TOKENS:

@@ -27,14 +27,14 @@ from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from letitloop.errors import BudgetExceeded, ConfigError, MapItemError
-from letitloop.journal._maps import item_key
+from letitloop.journal import item_key
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import current_run, require_run
 from letitloop.kernel._policy import STEP_KEYWORDS, StepOptions
 
 if TYPE_CHECKING:
     from letitloop.distributed._executor import Executor
-    from letitloop.journal._contract import Journal
+    from letitloop.journal import Journal
     from letitloop.kernel._context import RunContext
 
 

@@ -18,9 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from letitloop.errors import ConfigError, JournalError
-from letitloop.journal._contract import Encoded, Journal
-from letitloop.journal._fork import ForkOrigin, fork_records, forked_from, plan_fork
-from letitloop.journal._records import check_text
+from letitloop.journal import (
+    Encoded,
+    ForkOrigin,
+    Journal,
+    check_text,
+    fork_records,
+    forked_from,
+    plan_fork,
+)
 from letitloop.kernel._entry import sign_entry, verify_entry
 from letitloop.kernel._options import JournalSpec
 
@@ -91,7 +97,7 @@ def fork_run(
     if plan.entry is not None:  # only an authenticated entry point is carried to the fork
         verified = verify_entry(codec, source, plan.workflow, plan.entry, plan.args)
         entry = sign_entry(codec, new_id, plan.workflow, verified, encoded)
-    from letitloop.journal._config import who
+    from letitloop.journal import who
 
     records = fork_records(
         jr, plan, run_id=new_id, key=fork_key, args=encoded, entry=entry, by=by or who()

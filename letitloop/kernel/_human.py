@@ -19,8 +19,17 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from letitloop.errors import ApprovalDecidedError, ApprovalPending, ConfigError, Suspended
-from letitloop.journal import _approvals
-from letitloop.journal._contract import ApprovalInfo, EventInfo
+from letitloop.journal import (
+    ApprovalInfo,
+    EventInfo,
+    approval_id,
+    approval_request,
+    check_on_timeout,
+    check_payload,
+    match_approval,
+    parse_timeout,
+    payload_json,
+)
 from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import RunContext, require_run
 
@@ -119,24 +128,24 @@ def _ask(
             f"approval name must be a non-empty string, got {name!r}",
             fix='give it a literal name: approval("publish", payload)',
         )
-    seconds = _approvals.parse_timeout(timeout)
-    _approvals.check_on_timeout(on_timeout)
+    seconds = parse_timeout(timeout)
+    check_on_timeout(on_timeout)
     pos = ctx.take_position()
-    fp = fingerprint((_approvals.to_json(payload, "an approval's payload"),), {})
+    fp = fingerprint((payload_json(payload, "an approval's payload"),), {})
     rec = ctx.replayed(pos, "approval", name, fp)
     if rec is not None and rec.status == "completed":
         if ctx.observer is not None:  # a decided approval counts as done, like a step
             ctx.observer(ctx, pos, name, "replayed")
         return Decision(**ctx.output(rec))
     att = rec.attempt if rec is not None else ctx.first_attempt(pos)
-    aid = _approvals.approval_id(ctx.run_id, ctx.epoch, pos, att)
+    aid = approval_id(ctx.run_id, ctx.epoch, pos, att)
     request = None
     if rec is None:
         # checked before the clock starts: importing jsonschema can take seconds on a busy
         # machine, which must not eat into (or past) a short timeout
-        _approvals.check_payload(schema, payload, "the approval's payload")
+        check_payload(schema, payload, "the approval's payload")
         deadline = time.time() + seconds if seconds is not None else None
-        ask = _approvals.ask(aid, payload, schema, deadline, on_timeout)
+        ask = approval_request(aid, payload, schema, deadline, on_timeout)
         request = ctx.record("step", pos, att, "approval", name, fp, ask=ask)
     return _Asked(pos, att, fp, name, aid, request)
 
@@ -174,9 +183,7 @@ def _await_decision(ctx: RunContext, aid: str, pos: int, name: str, wait: bool) 
     try:
         while True:
             woken.clear()  # cleared before reading: an answer landing after the read wakes us
-            row = _approvals.match_approval(
-                aid, ctx.journal.approvals(run_id=ctx.run_id, limit=1 << 30)
-            )
+            row = match_approval(aid, ctx.journal.approvals(run_id=ctx.run_id, limit=1 << 30))
             if row.status in ("approved", "rejected"):
                 return row
             expired = row.deadline is not None and time.time() >= row.deadline
@@ -209,9 +216,10 @@ def _tell_waiting(ctx: RunContext, row: ApprovalInfo) -> bool:
 
     until = ""
     if row.deadline is not None:
-        from letitloop.journal._preview import local_time
+        import time
 
-        until = f" until {local_time(row.deadline)} (then on_timeout={row.on_timeout!r})"
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.deadline))
+        until = f" until {when} (then on_timeout={row.on_timeout!r})"
     sys.stderr.write(
         f"letitloop: run {ctx.run_id} is waiting{until} for approval {row.name!r} "
         f"(id {row.id}); decide it with `lil approvals approve {row.id}` or "

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from letitloop.errors import ConfigError
-from letitloop.journal._limits import check_name, check_rate, check_tokens
+from letitloop.journal import check_name, check_rate, check_tokens
 from letitloop.kernel._policy import CLOCK
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def resolve(spec: str | Limit, cwd: Path | None = None) -> Limit:
 
 def configured(cwd: Path | None = None) -> dict[str, Limit]:
     """The limits of ``[tool.letitloop.limits]`` in the nearest pyproject.toml (read once)."""
-    from letitloop.journal._config import tool_table
+    from letitloop.journal import tool_table
 
     start = (cwd or Path.cwd()).resolve()
     cached = _config.get(start)

@@ -17,8 +17,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from letitloop.errors import ConfigError
-from letitloop.journal._contract import StepRecord
-from letitloop.journal._state import in_doubt_error
+from letitloop.journal import StepRecord, in_doubt_error
 from letitloop.kernel._context import RunContext, current_step_var, require_run
 
 _NULL = ("json", b"null")

@@ -10,7 +10,7 @@ from letitloop.kernel._frozen import frozen
 from letitloop.kernel._policy import Budget, Retry, StepOptions
 
 if TYPE_CHECKING:
-    from letitloop.journal._contract import Journal
+    from letitloop.journal import Journal
 
 JournalSpec = Union[str, "os.PathLike[str]", "Journal", None]
 
@@ -87,7 +87,7 @@ class DurableOptions:
                 f"run_id must be a non-empty string, got {self.run_id!r}",
                 fix="pass run_id='customer-42' (or goal_id=), or leave it out to derive it",
             )
-        from letitloop.journal._records import check_text
+        from letitloop.journal import check_text
 
         for what, text in (("name", self.name), ("run_id", self.run_id)):
             if text is not None:  # a newline would forge a row in `lil runs list`

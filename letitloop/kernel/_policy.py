@@ -121,7 +121,7 @@ class Budget:
 def usd_micros(usd: object, what: str = "usd") -> int:
     """US dollars as the journal's integer micro-dollars, refusing what it cannot hold (NaN,
     infinity, negative, more than a billion dollars) with an error naming ``what``."""
-    from letitloop.journal._records import MAX_MICROS
+    from letitloop.journal import MAX_MICROS
 
     ok = isinstance(usd, (int, float)) and not isinstance(usd, bool) and math.isfinite(usd)
     if not ok or not 0 <= usd * 1_000_000 <= MAX_MICROS:  # type: ignore[operator]
@@ -135,7 +135,7 @@ def usd_micros(usd: object, what: str = "usd") -> int:
 
 def budget_tokens(tokens: object, what: str = "tokens") -> int:
     """A token budget the journal can hold: a whole number from 0 to MAX_BUDGET_TOKENS."""
-    from letitloop.journal._records import MAX_BUDGET_TOKENS
+    from letitloop.journal import MAX_BUDGET_TOKENS
 
     if isinstance(tokens, bool) or not isinstance(tokens, int):
         raise ConfigError(f"{what} must be a whole number of tokens, got {tokens!r}")
@@ -195,7 +195,7 @@ class StepOptions:
         if self.max_validation_attempts < 1:
             raise ConfigError("max_validation_attempts must be >= 1")
         if self.limit is not None or self.estimate_tokens:
-            from letitloop.journal._limits import check_tokens
+            from letitloop.journal import check_tokens
             from letitloop.kernel._limits import check_limit_option
 
             if self.limit is not None:

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from letitloop.errors import ConfigError
-from letitloop.journal._contract import Journal
+from letitloop.journal import Journal
 from letitloop.kernel._entry import verify_entry
 from letitloop.kernel._fork import fork_key
 from letitloop.kernel._runtime import codec_for, run_again

@@ -25,8 +25,7 @@ from letitloop.errors import (
     RunLockedError,
     Suspended,
 )
-from letitloop.journal._records import check_text
-from letitloop.journal._state import error_dict
+from letitloop.journal import check_text, error_dict
 from letitloop.kernel import _cost, _tracing
 from letitloop.kernel._attempts import (
     Attempts,
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from letitloop.journal._contract import CacheEntry, Journal, StepRecord
+    from letitloop.journal import CacheEntry, Journal, StepRecord
     from letitloop.kernel._options import JournalSpec
 
     P = ParamSpec("P")
@@ -196,7 +195,7 @@ class _Invocation:
                 return  # equal values whose bytes differ (pickle)
         except CodecError:
             pass
-        from letitloop.journal._preview import call_preview
+        from letitloop.journal import call_preview
 
         journaled = call_preview(self.workflow, *state.args)
         called = call_preview(self.workflow, *self.args)
@@ -230,7 +229,7 @@ class _Invocation:
             "ts": time.time(),
         }
         if codec == "pickle":  # unreadable without unpickling: keep what it looked like now
-            from letitloop.journal._preview import short_repr
+            from letitloop.journal import short_repr
 
             rec["shown"] = short_repr(result)
         return rec
@@ -619,7 +618,7 @@ def _completion(
     )
     ok = ctx.record("ok", *ident, codec=codec, out=data, next=nxt)
     if codec == "pickle":  # unreadable without unpickling: keep what it looked like now
-        from letitloop.journal._preview import short_repr
+        from letitloop.journal import short_repr
 
         ok["shown"] = short_repr(out)
     if cost := _cost.journaled(spent):

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # importing typing costs several ms: only for the type ch
 if TYPE_CHECKING:
     from typing import Any
 
-    from letitloop.journal._contract import Journal
+    from letitloop.journal import Journal
     from letitloop.kernel._context import RunContext
 
 #: True once any run was traced in this process: the only thing the step hot path checks

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from letitloop.journal._contract import Journal, Proposal
+from letitloop.journal import Journal, Proposal
 from letitloop.splice._errors import SpliceError, TargetNotFoundError
 from letitloop.splice._files import read_source, write_atomically
 from letitloop.splice._ops import replace, source_of
@@ -51,7 +51,7 @@ def _journal(journal: Journal | None) -> Journal:
 def _who() -> str:
     """Who proposes or decides, when the caller does not say: the one identity every record of
     a decision uses (``user@host``, from the password database when $USER is unset)."""
-    from letitloop.journal._config import who
+    from letitloop.journal import who
 
     return who()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from letitloop.journal._contract import AttemptInfo, Journal
+from letitloop.journal import AttemptInfo, Journal
 from letitloop.tasks._runner import WORKFLOW, run_id_of
 
 _SHOWN = {"suspended": "waiting"}

@@ -175,7 +175,7 @@ def test_a_resolution_and_a_reset_keep_the_persons_comment(backend: Any) -> None
 
 
 def _ask(j: Any, run: str = "wf:a") -> str:
-    from letitloop.journal._approvals import approval_id, ask
+    from letitloop.journal._approvals import approval_id, approval_request as ask
 
     aid = approval_id(run, 0, 0)
     request = step(run, 0, name="ship", kind="approval") | {

@@ -128,7 +128,7 @@ def _ask_record(run: str, pos: int) -> dict[str, Any]:
         "att": 1,
         "name": "x",
         "ts": 1.0,
-        "ask": _approvals.ask(aid, {"i": pos}, None, None, "reject"),
+        "ask": _approvals.approval_request(aid, {"i": pos}, None, None, "reject"),
     }
 
 
