@@ -77,6 +77,22 @@ def memory_journal():  # type: ignore[no-untyped-def]
 # --- PostgreSQL: one throwaway cluster per test session, a fresh database per test -------------
 
 
+@pytest.fixture(params=["memory", "duckdb", "postgres"])
+def backend_journal(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The same test on each backend: the in-memory twin, a DuckDB file behind its real owner
+    process, and a fresh database on the session's real PostgreSQL server."""
+    from letitloop.journal import MemoryJournal, open_journal
+
+    if request.param == "memory":
+        yield MemoryJournal()
+    elif request.param == "duckdb":
+        path = tmp_path / "journal" / "journal.duckdb"
+        yield open_journal(path)
+        _kill_owner(path)
+    else:
+        yield open_journal(request.getfixturevalue("pg_dsn"))
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
     """The session's PostgreSQL server (``tests/pg_cluster.py``): a cluster started by initdb +

@@ -24,7 +24,7 @@ from letitloop.journal._records import JOURNAL_KINDS, Record, natural_key, valid
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
 # records a run's own process writes: the newest one is where its current try has got to
-_ACTIVE = frozenset({"step", "ok", "err", "rewind", "done", "fail", "suspend"})
+ACTIVE_KINDS = frozenset({"step", "ok", "err", "rewind", "done", "fail", "suspend"})
 
 
 class RunEntry:
@@ -374,7 +374,7 @@ class JournalState:
         if entry is None:
             entry = self.runs[run_id] = RunEntry(run_id, rec["wf"], rec["key"], rec["ts"])
         entry.updated = rec["ts"]
-        if k in _ACTIVE:  # written by the run's own process: its current try got this far
+        if k in ACTIVE_KINDS:  # written by the run's own process: its current try got this far
             entry.last_active = max(entry.last_active or 0.0, rec["ts"])
         if k == "reset":
             entry.busy, entry.try_started, entry.last_active = 0.0, None, None

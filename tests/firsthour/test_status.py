@@ -157,3 +157,26 @@ def test_lil_runs_show_lists_each_attempts_cost(journal_path: Any) -> None:
     result = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "show", "c2"])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("$0.500000") == 2  # the attempt's row and the run's total
+
+
+def test_a_runs_duration_is_known_on_every_backend(backend_journal: Any) -> None:
+    """``RunInfo.active_seconds``, the sum of a run's tries, on memory, DuckDB and PostgreSQL
+    alike (PostgreSQL used to leave it empty, so the surfaces showed no duration)."""
+    from letitloop import Suspended, suspend
+
+    @durable(journal=backend_journal, name="twice", run_id="t1")
+    def twice() -> int:
+        step("one", lambda: time.sleep(0.1) or 1)
+        suspend("waiting for data")
+        step("two", lambda: time.sleep(0.1) or 2)
+        return 3
+
+    try:
+        twice()
+    except Suspended:
+        pass
+    time.sleep(1.0)  # nobody executes the run meanwhile: not part of its duration
+    assert twice() == 3
+    [info] = backend_journal.list_runs(workflow="twice")
+    assert info.active_seconds is not None and 0.2 <= info.active_seconds < 0.9
+    assert backend_journal.get_run("twice:t1").run.active_seconds == info.active_seconds

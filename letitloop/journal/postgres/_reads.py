@@ -24,7 +24,7 @@ from letitloop.journal._contract import (
     RunInfo,
 )
 from letitloop.journal._preview import preview
-from letitloop.journal._state import _WIRE_FIELDS, RunEntry
+from letitloop.journal._state import _WIRE_FIELDS, ACTIVE_KINDS, RunEntry
 from letitloop.journal.postgres._schema import SEQ_SHIFT
 
 # the run's lease is held by a live process: fresh heartbeat, and the advisory lock of
@@ -144,6 +144,19 @@ def _approval_fields(
     return out
 
 
+# How long a run executed (``RunInfo.active_seconds``), as the live state counts it: each try
+# of the current epoch lasts from its ``run`` record to the last record its process wrote
+# (``journal._state._ACTIVE``), and the tries add up; the time between tries does not count.
+_ACTIVE_SQL = (
+    "SELECT sum(t.last - t.first) AS active FROM (SELECT min(e.ts) FILTER (WHERE e.kind = "
+    "'run') AS first, max(e.ts) FILTER (WHERE e.kind IN ("
+    + ", ".join(f"'{k}'" for k in sorted({"run", *ACTIVE_KINDS}))
+    + ")) AS last FROM (SELECT kind, ts, count(*) FILTER (WHERE kind = "
+    "'run') OVER (ORDER BY seq) AS n FROM events WHERE run_id = sel.run_id AND epoch = "
+    "sel.epoch) e GROUP BY e.n) t WHERE t.first IS NOT NULL"
+)
+
+
 def list_runs(
     cur: Any,
     ttl: float,
@@ -163,13 +176,15 @@ def list_runs(
         "%(status)s::text IS NULL OR st = %(status)s ORDER BY updated DESC LIMIT %(limit)s) "
         "SELECT sel.run_id, sel.workflow, sel.run_key, sel.st, sel.epoch, sel.tries, "
         "sel.created, sel.updated, sel.live, sel.parent, sel.error, agg.done, agg.cost, "
-        "agg.tokens, agg.saved, CASE WHEN sel.status = 'running' THEN agg.cur END FROM sel "
+        "agg.tokens, agg.saved, CASE WHEN sel.status = 'running' THEN agg.cur END, act.active "
+        "FROM sel "
         "LEFT JOIN LATERAL (SELECT count(DISTINCT s.position) FILTER (WHERE s.status = "
         "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
         "coalesce(sum(s.tokens_in + s.tokens_out), 0) AS tokens, coalesce(sum(s.saved_micros), 0)"
         " AS saved, (array_agg(s.name ORDER BY s.position DESC) FILTER (WHERE s.status = "
         "'started' AND s.resolution IS NULL))[1] AS cur FROM steps s WHERE s.run_id = sel.run_id"
-        " AND s.epoch = sel.epoch) agg ON true ORDER BY sel.updated DESC",
+        f" AND s.epoch = sel.epoch) agg ON true LEFT JOIN LATERAL ({_ACTIVE_SQL}) act ON true "
+        "ORDER BY sel.updated DESC",
         {"run": run_id, "wf": workflow, "status": status, "limit": limit, "ttl": ttl},
     ).fetchall()
     return [
@@ -190,6 +205,7 @@ def list_runs(
             cost_micros=int(r[12] or 0),
             tokens=int(r[13] or 0),
             saved_micros=int(r[14] or 0),
+            active_seconds=float(r[16] or 0.0),
         )
         for r in rows
     ]
