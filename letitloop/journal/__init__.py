@@ -10,8 +10,8 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
     contract    Journal and its roles, Subscription, Encoded, and the records it returns:
                 RunState StepRecord RunInfo RunDetail AttemptInfo EventInfo ApprovalInfo
                 Proposal CacheEntry Notice CheckpointRow CheckpointWrite
-    records     Record, check_text, error_dict, in_doubt_error, RecordWrites, the limits
-                MAX_MICROS MAX_TOKENS MAX_BUDGET_TOKENS
+    records     Record, check_text, error_dict, in_doubt_error, cancelled_error, RecordWrites,
+                the limits MAX_MICROS MAX_TOKENS MAX_BUDGET_TOKENS
     values      preview, short_repr, call_preview (never run user code)
     features    forks (ForkOrigin, plan_fork, fork_records, forked_from, origin_of), step.map
                 items (item_key, MapItems, map_items), shared limits (check_name, check_rate,
@@ -71,6 +71,7 @@ _EXPORTS = {
     "MAX_BUDGET_TOKENS": "letitloop.journal._records",
     "error_dict": "letitloop.journal._state",
     "in_doubt_error": "letitloop.journal._state",
+    "cancelled_error": "letitloop.journal._state",
     "RecordWrites": "letitloop.journal._writes",
     "preview": "letitloop.journal._preview",
     "short_repr": "letitloop.journal._preview",
@@ -188,6 +189,7 @@ if TYPE_CHECKING:
         check_text as check_text,
     )
     from letitloop.journal._state import (
+        cancelled_error as cancelled_error,
         error_dict as error_dict,
         in_doubt_error as in_doubt_error,
     )

@@ -210,7 +210,7 @@ class JournalState:
         if done or not req.get("lease", True):
             return (entry.wire(not req.get("head")) if entry else None), []
         if entry is not None and entry.status == "cancelled":
-            raise cancelled_error(entry)
+            raise cancelled_error(entry.run_id, entry.error)
         if entry is not None and entry.holder not in (None, session):
             raise RunLockedError(
                 f"run {run_id} is being executed by {holder_label(entry.holder)}",
@@ -281,7 +281,7 @@ class JournalState:
                 run_id=run_id,
             )
         if entry.status == "cancelled" and k not in ("reset", "restart", "budget"):
-            raise cancelled_error(entry)
+            raise cancelled_error(entry.run_id, entry.error)
         if k == "cancel" and entry.status == "completed":
             raise JournalError(
                 f"run {run_id} already completed: there is nothing to cancel",
@@ -468,12 +468,14 @@ def cancel_message(rec: Record) -> str:
     return f"cancelled by {rec['by']}" + (f": {rec['reason']}" if rec.get("reason") else "")
 
 
-def cancelled_error(entry: RunEntry) -> RunCancelledError:
-    why = (entry.error or {}).get("message") or "cancelled"
+def cancelled_error(run_id: str, error: dict[str, Any] | None) -> RunCancelledError:
+    """What every surface says of a cancelled run (``error``: the run's, naming who cancelled
+    it and why)."""
+    why = (error or {}).get("message") or "cancelled"
     return RunCancelledError(
-        f"run {entry.run_id} was {why}; it does not run again",
-        fix=f"`lil runs reset {entry.run_id}` starts it over (a new epoch)",
-        run_id=entry.run_id,
+        f"run {run_id} was {why}; it does not run again",
+        fix=f"`lil runs reset {run_id}` starts it over (a new epoch)",
+        run_id=run_id,
     )
 
 

@@ -14,8 +14,8 @@ import os
 import sys
 from typing import Any
 
-from letitloop.errors import ConfigError
-from letitloop.journal import Journal
+from letitloop.errors import ConfigError, LetItLoopError, RunLockedError
+from letitloop.journal import Journal, RunDetail, cancelled_error
 from letitloop.kernel._entry import verify_entry
 from letitloop.kernel._fork import fork_key
 from letitloop.kernel._runtime import codec_for, run_again
@@ -28,33 +28,10 @@ def resume_run(journal: Journal, run: str) -> Any:
     info = detail.run
     if info.status == "completed" and detail.result is not None:
         return codec_for(journal).decode(*detail.result, what=f"result of run {run_id}")
-    if info.workflow.startswith("langgraph:"):
-        raise ConfigError(
-            f"run {run_id} is a LangGraph thread: LangGraph resumes it, not letitloop",
-            fix="invoke the graph again with the same thread_id (Command(resume=...) after an "
-            "interrupt)",
-            run_id=run_id,
-        )
-    if info.parent is not None:
-        raise ConfigError(
-            f"run {run_id} is a child run of {info.parent}; it continues when its parent does",
-            fix=f"resume the parent: `lil runs resume {info.parent}`",
-            run_id=run_id,
-        )
-    if detail.entry is None:
-        raise ConfigError(
-            f"run {run_id} cannot be resumed by name: its workflow {info.workflow} was defined "
-            "where it cannot be imported again (inside a function, in `python -c`, a notebook "
-            "or the REPL)",
-            fix="call the workflow again from where it was defined, or move it to a module",
-            run_id=run_id,
-        )
-    if detail.args is None:
-        raise ConfigError(
-            f"run {run_id} cannot be resumed by name: its arguments could not be journaled",
-            fix="call the workflow again from your code with the same arguments",
-            run_id=run_id,
-        )
+    refusal = resume_refusal(detail)
+    if refusal is not None:
+        raise refusal
+    assert detail.entry is not None and detail.args is not None  # resume_refusal said so
     codec = codec_for(journal)
     # the journal is data: import only an entry point (and arguments) the journal's key signed
     entry = verify_entry(codec, run_id, info.workflow, detail.entry, detail.args)
@@ -72,6 +49,50 @@ def resume_run(journal: Journal, run: str) -> Any:
             run_id=run_id,
         )
     return call()
+
+
+def resume_refusal(detail: RunDetail) -> LetItLoopError | None:
+    """Why run ``detail`` cannot be resumed by name, or None: the one rule ``lil runs resume``,
+    lil-tui, the lab and every other surface apply before they resume a run (a completed run is
+    not refused here: resuming it in process returns its result)."""
+    info = detail.run
+    run_id = info.run_id
+    if info.status == "cancelled":
+        return cancelled_error(run_id, info.error)
+    if info.status == "running":
+        return RunLockedError(
+            f"run {run_id} is executing right now, in {info.holder or 'another process'}",
+            fix=f"wait for it, or stop it first: `lil runs cancel {run_id}`",
+            run_id=run_id,
+        )
+    if info.workflow.startswith("langgraph:"):
+        return ConfigError(
+            f"run {run_id} is a LangGraph thread: LangGraph resumes it, not letitloop",
+            fix="invoke the graph again with the same thread_id (Command(resume=...) after an "
+            "interrupt)",
+            run_id=run_id,
+        )
+    if info.parent is not None:
+        return ConfigError(
+            f"run {run_id} is a child run of {info.parent}; it continues when its parent does",
+            fix=f"resume the parent: `lil runs resume {info.parent}`",
+            run_id=run_id,
+        )
+    if detail.entry is None:
+        return ConfigError(
+            f"run {run_id} cannot be resumed by name: its workflow {info.workflow} was defined "
+            "where it cannot be imported again (inside a function, in `python -c`, a notebook "
+            "or the REPL)",
+            fix="call the workflow again from where it was defined, or move it to a module",
+            run_id=run_id,
+        )
+    if detail.args is None:
+        return ConfigError(
+            f"run {run_id} cannot be resumed by name: its arguments could not be journaled",
+            fix="call the workflow again from your code with the same arguments",
+            run_id=run_id,
+        )
+    return None
 
 
 def load_entry(entry: str, run_id: str) -> Any:

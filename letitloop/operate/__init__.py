@@ -1,0 +1,186 @@
+"""What people see and do with a journal, written once for every surface.
+
+The CLI, lil-tui, the language server, the notebook widgets, the lab's server extension, the
+task runner and the splicer are thin views over this layer: they read runs, side effects in
+doubt, approvals, proposals and notifications through it, take every action through it, and
+write times, money and errors with its formatting, so one journal reads the same everywhere.
+It speaks only the journal's face (``letitloop.journal``, any backend) and imports no surface.
+
+    runs        RunSummary, StepSummary, summarize, summary_of, list_summaries, steps_of,
+                actions_for, attempt_seconds, latest_attempts, ACTIONS, STATUSES
+    one run     RunView, run_view, view_of, result_preview
+    effects     Doubt, in_doubt, doubts, doubts_of
+    actions     Outcome, decide_approval, resolve_effect, retry_dead_letter, raise_budget,
+                cancel_run, reset_run, fork, check_resumable, start_resume, Resume,
+                resume_command, apply_splice, reject_splice
+    JSON        run_json, attempt_json, step_json, error_json, view_json, doubt_json,
+                approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
+    formatting  ago, local_time, short_time, duration, money, tokens, size, one_line,
+                error_line, truncate, human_times
+"""
+
+from __future__ import annotations
+
+from letitloop._lazy import lazy_exports
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+
+_RUNS = "letitloop.operate._runs"
+_ACTIONS = "letitloop.operate._actions"
+_FORMAT = "letitloop.operate._format"
+_SHAPES = "letitloop.operate._shapes"
+_EXPORTS = {
+    **dict.fromkeys(
+        (
+            "RunSummary",
+            "StepSummary",
+            "summarize",
+            "summary_of",
+            "list_summaries",
+            "steps_of",
+            "actions_for",
+            "attempt_seconds",
+            "latest_attempts",
+            "ACTIONS",
+            "STATUSES",
+            "run_json",
+            "attempt_json",
+            "step_json",
+            "error_json",
+        ),
+        _RUNS,
+    ),
+    **dict.fromkeys(
+        ("RunView", "run_view", "view_of", "result_preview", "view_json"),
+        "letitloop.operate._view",
+    ),
+    **dict.fromkeys(
+        ("Doubt", "in_doubt", "doubts", "doubts_of", "doubt_json"), "letitloop.operate._effects"
+    ),
+    **dict.fromkeys(
+        (
+            "Outcome",
+            "decide_approval",
+            "resolve_effect",
+            "retry_dead_letter",
+            "raise_budget",
+            "cancel_run",
+            "reset_run",
+            "fork",
+            "check_resumable",
+            "start_resume",
+            "Resume",
+            "resume_command",
+            "apply_splice",
+            "reject_splice",
+        ),
+        _ACTIONS,
+    ),
+    **dict.fromkeys(
+        (
+            "approval_json",
+            "proposal_json",
+            "proposal_diff",
+            "notice_json",
+            "event_json",
+            "map_json",
+            "NOTICE_STATES",
+            "PROPOSAL_STATES",
+            "APPROVAL_STATES",
+        ),
+        _SHAPES,
+    ),
+    **dict.fromkeys(
+        (
+            "ago",
+            "local_time",
+            "short_time",
+            "duration",
+            "money",
+            "tokens",
+            "size",
+            "one_line",
+            "error_line",
+            "truncate",
+            "human_times",
+        ),
+        _FORMAT,
+    ),
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from letitloop.operate._actions import (
+        Outcome as Outcome,
+        Resume as Resume,
+        apply_splice as apply_splice,
+        cancel_run as cancel_run,
+        check_resumable as check_resumable,
+        decide_approval as decide_approval,
+        fork as fork,
+        raise_budget as raise_budget,
+        reject_splice as reject_splice,
+        reset_run as reset_run,
+        resolve_effect as resolve_effect,
+        resume_command as resume_command,
+        retry_dead_letter as retry_dead_letter,
+        start_resume as start_resume,
+    )
+    from letitloop.operate._effects import (
+        Doubt as Doubt,
+        doubt_json as doubt_json,
+        doubts as doubts,
+        doubts_of as doubts_of,
+        in_doubt as in_doubt,
+    )
+    from letitloop.operate._format import (
+        ago as ago,
+        duration as duration,
+        error_line as error_line,
+        human_times as human_times,
+        local_time as local_time,
+        money as money,
+        one_line as one_line,
+        short_time as short_time,
+        size as size,
+        tokens as tokens,
+        truncate as truncate,
+    )
+    from letitloop.operate._runs import (
+        ACTIONS as ACTIONS,
+        STATUSES as STATUSES,
+        RunSummary as RunSummary,
+        StepSummary as StepSummary,
+        actions_for as actions_for,
+        attempt_json as attempt_json,
+        attempt_seconds as attempt_seconds,
+        error_json as error_json,
+        latest_attempts as latest_attempts,
+        list_summaries as list_summaries,
+        run_json as run_json,
+        step_json as step_json,
+        steps_of as steps_of,
+        summarize as summarize,
+        summary_of as summary_of,
+    )
+    from letitloop.operate._shapes import (
+        APPROVAL_STATES as APPROVAL_STATES,
+        NOTICE_STATES as NOTICE_STATES,
+        PROPOSAL_STATES as PROPOSAL_STATES,
+        approval_json as approval_json,
+        event_json as event_json,
+        map_json as map_json,
+        notice_json as notice_json,
+        proposal_diff as proposal_diff,
+        proposal_json as proposal_json,
+    )
+    from letitloop.operate._view import (
+        RunView as RunView,
+        result_preview as result_preview,
+        run_view as run_view,
+        view_json as view_json,
+        view_of as view_of,
+    )
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,111 @@
+"""The operate layer: one rule for each concept every surface shows, on any backend."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from letitloop import atomic_marker, durable, step
+from letitloop.errors import ConfigError, LetItLoopError, RunCancelledError
+from letitloop.journal import MemoryJournal
+from letitloop.operate import (
+    actions_for,
+    ago,
+    check_resumable,
+    doubts,
+    duration,
+    error_line,
+    list_summaries,
+    money,
+    run_view,
+    summarize,
+)
+
+
+BLOCK = threading.Event()  # never set: a blocked step stands for a killed process
+
+
+def test_one_rule_for_times_money_durations_and_errors() -> None:
+    now = 1_000_000.0
+    assert ago(now - 90, now) == "1m ago" and ago(now - 150, now) == "2m ago"
+    assert ago(now - 0.2, now) == "just now" and ago(now - 7200, now) == "2h ago"
+    assert ago(None) == "-" and ago(now + 5, now) == "in the future"
+    assert money(0) == "$0" and money(4200) == "$0.0042" and money(42) == "$0.000042"
+    assert money(12_350_000) == "$12.3500"
+    assert duration(0.046) == "46ms" and duration(1.5) == "1.5s" and duration(150) == "2.5m"
+    assert duration(None) == "-"
+    assert error_line({"type": "builtins.KeyError", "message": "'x'\nmore"}) == "KeyError: 'x'"
+    assert error_line(None) == ""
+
+
+def _killed_inside(journal: Any, run_id: str, fn: Any) -> None:
+    """Run ``fn`` until it blocks inside a step, then drop its lease as if its process had been
+    SIGKILLed there (the thread stays blocked: nothing after that point is journaled)."""
+    threading.Thread(target=fn, daemon=True).start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            attempts = journal.get_run(run_id).attempts
+        except LetItLoopError:
+            attempts = []
+        if any(a.status == "started" for a in attempts):
+            break
+        time.sleep(0.01)
+    journal.release_run(run_id)
+
+
+def _scenario(journal: Any) -> None:
+    @durable(journal=journal, name="ok", run_id="a")
+    def ok() -> int:
+        return int(step("one", lambda: 1)) + int(step("two", lambda: 2))
+
+    ok()
+
+    @durable(journal=journal, name="effect", run_id="b")
+    def effect() -> None:
+        step("prepare", lambda: None)
+        with atomic_marker("send") as go:
+            if go:
+                BLOCK.wait(120)
+
+    _killed_inside(journal, "effect:b", effect)
+
+
+def test_summaries_count_steps_and_time_of_attempts_that_ended() -> None:
+    journal = MemoryJournal()
+    _scenario(journal)
+    [b, a] = list_summaries(journal)
+    assert (a.run_id, a.status, a.steps_done, a.steps_total) == ("ok:a", "completed", 2, 2)
+    assert a.seconds is not None and a.seconds < 1.0
+    assert actions_for(a) == ("fork",)  # a completed run: not resumed, cancelled or reset
+    time.sleep(0.3)
+    view = run_view(journal, "effect:b")
+    [send] = [s for s in view.steps if s.name == "send"]
+    assert send.seconds is None  # killed inside: never "running until now"
+    assert view.run.seconds is not None and view.run.seconds < 0.3
+
+
+def test_markers_in_doubt_one_rule() -> None:
+    journal = MemoryJournal()
+    _scenario(journal)
+    found = doubts(journal)
+    assert [(d.run_id, d.marker, d.status) for d in found] == [("effect:b", "send", "started")]
+    assert found[0].command("done") == "lil effects resolve effect:b send --done"
+    assert doubts(journal, "ok:a") == []
+
+
+def test_a_cancelled_run_is_refused_for_resume_with_its_cause() -> None:
+    journal = MemoryJournal()
+    _scenario(journal)
+    journal.cancel_run("effect:b", "ana", "wrong customer")
+    summary = summarize(journal.get_run("effect:b").run)
+    assert "resume" not in summary.actions and "reset" in summary.actions
+    with pytest.raises(RunCancelledError) as info:
+        check_resumable(journal, "effect:b")
+    assert "cancelled by ana: wrong customer" in info.value.message
+    assert info.value.fix is not None and "lil runs reset effect:b" in info.value.fix
+    with pytest.raises(ConfigError, match="already completed"):
+        check_resumable(journal, "ok:a")
