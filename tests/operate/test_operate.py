@@ -24,7 +24,6 @@ from letitloop.operate import (
     summarize,
 )
 
-
 BLOCK = threading.Event()  # never set: a blocked step stands for a killed process
 
 
@@ -78,6 +77,7 @@ def test_summaries_count_steps_and_time_of_attempts_that_ended() -> None:
     journal = MemoryJournal()
     _scenario(journal)
     [b, a] = list_summaries(journal)
+    assert (b.run_id, b.status) == ("effect:b", "interrupted")
     assert (a.run_id, a.status, a.steps_done, a.steps_total) == ("ok:a", "completed", 2, 2)
     assert a.seconds is not None and a.seconds < 1.0
     assert actions_for(a) == ("fork",)  # a completed run: not resumed, cancelled or reset
