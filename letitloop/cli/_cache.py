@@ -41,7 +41,7 @@ def list_cmd(limit: int, as_json: bool) -> None:
             out.ago(e.created),
             expires,
             out.size(e.size),
-            f"${e.cost_micros / 1e6:.4f}",
+            out.money(e.cost_micros),
             e.key[:12],
         )
     out.say(table)

@@ -14,6 +14,7 @@ import click
 
 from letitloop.cli import _output as out
 from letitloop.cli._shared import journal_option, json_option, open_cli_journal
+from letitloop.operate import notice_json
 
 
 @click.group()
@@ -37,7 +38,7 @@ def list_cmd(state: str | None, limit: int, as_json: bool) -> None:
     """
     notices = open_cli_journal().notifications(state=state, limit=limit)
     if as_json:
-        out.emit_json([n._asdict() for n in notices])
+        out.emit_json([notice_json(n) for n in notices])
         return
     if not notices:
         out.say("no notifications" + (f" {state}" if state else ""))
@@ -49,9 +50,7 @@ def list_cmd(state: str | None, limit: int, as_json: bool) -> None:
             n.key,
             n.event,
             out.text(n.run_id),
-            out.status_text(
-                {"delivered": "completed", "pending": "running"}.get(n.state, "failed")
-            ),
+            out.notice_state(n.state),
             str(n.tries),
             out.stamp(when),
             out.text(n.last_error or "-", "red" if n.state == "failed" else ""),

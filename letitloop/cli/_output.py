@@ -9,12 +9,21 @@ import base64
 import dataclasses
 import json
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from letitloop.operate import (  # the one formatting of every surface
+    ago as ago,
+    duration as duration,
+    error_line as error_line,
+    local_time,
+    money as money,
+    one_line as one_line,
+    size as size,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,6 +88,11 @@ def status_text(status: str | None) -> Any:
     return text(status or "-", STATUS_STYLE.get(status or "", ""))
 
 
+def notice_state(state: str) -> Any:
+    """A notification's delivery state, in its own words (pending, delivered, failed)."""
+    return text(state, {"delivered": "green", "pending": "yellow"}.get(state, "red"))
+
+
 def make_table(
     *columns: str,
     title: str | None = None,
@@ -136,60 +150,9 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def ago(ts: float | None, now: float | None = None) -> str:
-    """A timestamp as people say it: ``just now``, ``42s ago``, ``5m ago``, ``2d ago``."""
-    if not ts:
-        return "-"
-    delta = (now or time.time()) - ts
-    if delta < 0:
-        return "in the future"
-    if delta < 1:
-        return "just now"
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
-        if delta >= size:
-            return f"{int(delta // size)}{unit} ago"
-    return f"{int(delta)}s ago"
-
-
 def stamp(ts: float | None) -> str:
     """An absolute local time with its relative form: ``2025-01-31 12:00:03 (5m ago)``."""
-    if not ts:
-        return "-"
-    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(ts))} ({ago(ts)})"
-
-
-def duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2f} s"
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"  # pragma: no cover
-
-
-def size(n: int | None) -> str:
-    if not n:
-        return "0 B" if n == 0 else "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def one_line(value: object, limit: int = 60) -> str:
-    """Whitespace collapsed and cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(str(value).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def error_line(error: dict[str, Any] | None) -> str:
-    """``Type: message`` of a journaled error, with the module prefix of builtins dropped."""
-    if not error:
-        return ""
-    kind = str(error.get("type") or "Error").removeprefix("builtins.")
-    return f"{kind}: {error.get('message', '')}"
+    return local_time(ts, relative=True)
 
 
 def kv_table(rows: Sequence[tuple[str, Any]]) -> Table:

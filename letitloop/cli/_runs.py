@@ -19,9 +19,22 @@ from letitloop.cli._shared import (
     open_cli_journal,
     who,
 )
+from letitloop.operate import (
+    RunSummary,
+    RunView,
+    attempt_seconds,
+    list_summaries,
+    raise_budget,
+    retry_dead_letter,
+    run_json,
+    run_view,
+    shown as shown_run,
+    summarize,
+    view_json,
+)
 
 if TYPE_CHECKING:
-    from letitloop.journal._contract import AttemptInfo, RunDetail, RunInfo
+    from letitloop.journal import AttemptInfo
 
 STATUSES = ("running", "interrupted", "suspended", "completed", "failed", "cancelled", "reset")
 GC_STATUSES = ("completed", "failed", "cancelled", "reset", "interrupted")
@@ -45,34 +58,39 @@ def list_cmd(status: str | None, workflow: str | None, limit: int, as_json: bool
     Example:
         lil runs list --status interrupted --limit 20
     """
-    infos = open_cli_journal().list_runs(status=status, workflow=workflow, limit=limit)
+    found = list_summaries(open_cli_journal(), status=status, workflow=workflow, limit=limit)
     if as_json:
-        out.emit_json(infos)
+        out.emit_json([run_json(r) for r in found])
         return
-    if not infos:
+    if not found:
         out.say("no runs" + (" match" if status or workflow else " in this journal yet"))
         return
-    out.say(runs_table(infos))
+    out.say(runs_table(found))
 
 
-def runs_table(infos: list[RunInfo]) -> Any:
+def runs_table(found: list[RunSummary]) -> Any:
     table = out.make_table(
         "run id",
         "workflow",
         "status",
-        "steps done",
+        "steps",
         "current step",
+        "duration",
+        "cost",
         "holder",
         "updated",
-        right=("steps done",),
+        right=("steps", "duration", "cost"),
     )
-    for r in infos:
+    for r in found:
+        shown = shown_run(r)
         table.add_row(
             out.text(r.run_id),
             out.text(r.workflow),
             out.status_text(r.status),
-            str(r.steps_done),
-            out.text(r.current_step or "-"),
+            shown["steps"],
+            out.text(shown["current"]),
+            shown["duration"],
+            shown["cost"],
             out.text(r.holder or "-"),
             out.ago(r.updated),
         )
@@ -93,88 +111,34 @@ def show_cmd(run: str, with_traceback: bool, as_json: bool) -> None:
     Example:
         lil runs show pipeline.main:customer-42
     """
-    from letitloop.journal._fork import forked_from
-
     journal = open_cli_journal()
-    detail = journal.get_run(journal.find_run(run))
-    origin = forked_from(journal, detail.run.run_id)
+    view = run_view(journal, run)
     if as_json:
-        fork = {"forked_from": origin._asdict()} if origin else {}
-        out.emit_json(detail_json(detail) | {"maps": maps_json(journal, detail)} | fork)
+        out.emit_json(view_json(view))
         return
-    show_detail(detail, with_traceback)
-    if origin is not None:
-        at = f"{origin.step!r} (position {origin.position})" if origin.step else origin.position
-        out.say(out.text(f"forked from {origin.run_id} at {at}, epoch {origin.epoch}", "cyan"))
-    show_maps(journal, detail)
+    show_view(view, with_traceback)
     from letitloop.cli._notify import show_wait
 
-    show_wait(journal, detail)  # a step waiting for a shared rate limit's capacity
+    show_wait(journal, view)  # a step waiting for a shared rate limit's capacity
 
 
-def show_maps(journal: Any, detail: RunDetail) -> None:
-    """The items of the run's ``step.map`` steps: each item's child run, status and cost."""
-    from letitloop.journal._maps import map_items
-
-    for m in map_items(journal, detail):
-        out.say("")
-        out.say(out.text(f"map {m.name!r} at position {m.position}:", "bold"), m.summary())
-        table = out.make_table("item", "run id", "status", "cost", right=("item", "cost"))
-        for index, run in m.items:
-            cost = f"${run.cost_micros / 1e6:.6f}" if run.cost_micros else "-"
-            table.add_row(str(index), run.run_id, out.status_text(run.status), cost)
-        out.say(table)
-
-
-def maps_json(journal: Any, detail: RunDetail) -> list[dict[str, Any]]:
-    from letitloop.journal._maps import map_items
-
-    return [
-        {
-            "position": m.position,
-            "name": m.name,
-            "counts": m.counts(),
-            "items": [{"index": i, "run": run} for i, run in m.items],
-        }
-        for m in map_items(journal, detail)
-    ]
-
-
-def result_preview(detail: RunDetail) -> str | None:
-    from letitloop.journal._preview import preview
-
-    return preview(*detail.result, shown=detail.result_shown) if detail.result else None
-
-
-def detail_json(detail: RunDetail) -> dict[str, Any]:
-    result = None
-    if detail.result:
-        result = {"codec": detail.result[0], "preview": result_preview(detail)}
-    return {"run": detail.run, "attempts": detail.attempts, "result": result}
-
-
-def show_detail(detail: RunDetail, with_traceback: bool = False) -> None:
-    r = detail.run
+def show_view(view: RunView, with_traceback: bool = False) -> None:
+    r = view.run
+    shown = shown_run(r)
     rows: list[tuple[str, Any]] = [
         ("run", out.text(r.run_id, "bold")),
         ("workflow", r.workflow),
         ("status", out.status_text(r.status)),
         ("attempts", f"{r.attempt} (epoch {r.epoch})"),
-        ("steps done", str(r.steps_done)),
+        ("steps", shown["steps"]),
         ("created", out.stamp(r.created)),
         ("updated", out.stamp(r.updated)),
+        ("ran for", shown["duration"]),  # the sum of its tries, not the time since created
     ]
-    if r.active_seconds is not None:  # the sum of its tries, not the time since created
-        rows.append(("ran for", out.duration(r.active_seconds)))
     if r.cost_micros or r.budget:
-        rows.append(("cost", f"${r.cost_micros / 1e6:.6f} ({r.tokens} tokens)"))
+        rows.append(("cost", f"{shown['cost']} ({r.tokens} tokens)"))
     if r.budget:
-        usd, tokens = r.budget
-        limits = [
-            f"${usd / 1e6:.6f}" if usd is not None else "",
-            f"{tokens} tokens" if tokens else "",
-        ]
-        rows.append(("budget", ", ".join(x for x in limits if x)))
+        rows.append(("budget", shown["budget"]))
     if r.current_step:
         rows.append(("current step", r.current_step))
     if r.holder:
@@ -185,18 +149,35 @@ def show_detail(detail: RunDetail, with_traceback: bool = False) -> None:
         rows.append(("error", out.text(out.error_line(r.error), "red")))
         if r.error.get("fix"):
             rows.append(("fix", r.error["fix"]))
+    if r.actions:
+        rows.append(("you may", ", ".join(r.actions)))
     out.say(out.kv_table(rows))
+    if r.forked_from is not None:
+        o = r.forked_from
+        at = f"{o.step!r} (position {o.position})" if o.step else o.position
+        out.say(out.text(f"forked from {o.run_id} at {at}, epoch {o.epoch}", "cyan"))
     if with_traceback and r.error and r.error.get("traceback"):
         out.say("")
         out.say(out.text(r.error["traceback"].rstrip()))
     out.say("")
-    if detail.attempts:
-        out.say(attempts_table(detail.attempts))
+    if view.attempts:
+        out.say(attempts_table(view.attempts))
     else:
         out.say("no steps journaled in this epoch yet")
-    result = result_preview(detail)
-    if result is not None:
-        out.say(out.text("result:", "bold"), out.text(result))
+    if view.result is not None:
+        out.say(out.text("result:", "bold"), out.text(view.result))
+    for m in view.maps:
+        out.say("")
+        out.say(out.text(f"map {m.name!r} at position {m.position}:", "bold"), m.summary())
+        table = out.make_table("item", "run id", "status", "cost", right=("item", "cost"))
+        for index, child in m.items:
+            table.add_row(
+                str(index),
+                child.run_id,
+                out.status_text(child.status),
+                out.money(child.cost_micros),
+            )
+        out.say(table)
 
 
 def attempts_table(attempts: list[AttemptInfo]) -> Any:
@@ -207,14 +188,13 @@ def attempts_table(attempts: list[AttemptInfo]) -> Any:
         "kind",
         "name",
         "status",
-        "ms",
+        "took",
         "size",
         *(["cost"] if costs else []),
         "preview / error",
-        right=("pos", "try", "ms", "size", "cost"),
+        right=("pos", "try", "took", "size", "cost"),
     )
     for a in attempts:
-        ms = f"{(a.ended - a.started) * 1000:.1f}" if a.started and a.ended else "-"
         if a.status == "failed":
             detail = out.text(out.one_line(out.error_line(a.error), 80), "red")
         elif a.kind == "marker" and a.status != "completed":
@@ -229,9 +209,9 @@ def attempts_table(attempts: list[AttemptInfo]) -> Any:
             a.kind,
             out.text(a.name),
             out.status_text(a.status),
-            ms,
+            out.duration(attempt_seconds(a)),
             out.size(a.size) if a.status == "completed" else "-",
-            *([f"${a.cost_micros / 1e6:.6f}"] if costs else []),
+            *([out.money(a.cost_micros)] if costs else []),
             detail,
         )
     return table
@@ -304,17 +284,12 @@ def retry_cmd(run: str, step: str | None, by: str | None, as_json: bool) -> None
     Example:
         lil runs retry pipeline.main:customer-42
     """
-    journal = open_cli_journal()
-    run_id = journal.find_run(run)
     target: str | int | None = int(step) if step and step.isdigit() else step
-    journal.rearm_step(run_id, by or who(), target)
+    done = retry_dead_letter(open_cli_journal(), run, by=by or who(), step=target)
     if as_json:
-        out.emit_json({"run_id": run_id, "rearmed": True, "step": target})
+        out.emit_json(done.to_json() | {"rearmed": True, "step": target})
         return
-    out.say(
-        out.text(f"re-armed {run_id}", "bold"),
-        out.text("the dead-lettered step gets a fresh attempt budget when the run is called again"),
-    )
+    out.say(out.text(done.message, "bold"))
 
 
 @runs.command("resume")
@@ -530,19 +505,14 @@ def budget_cmd(
     if usd is None and tokens is None:
         raise click.UsageError("give --usd, --tokens or both")
     journal = open_cli_journal()
-    run_id = journal.find_run(run)
-    from letitloop.kernel._policy import budget_tokens, usd_micros
-
-    micros = None if usd is None else usd_micros(usd, "--usd")
-    tokens = None if tokens is None else budget_tokens(tokens, "--tokens")
-    journal.set_budget(run_id, by or who(), usd_micros=micros, tokens=tokens)
-    info = journal.get_run(run_id).run
+    done = raise_budget(journal, run, by=by or who(), usd=usd, tokens=tokens)
+    info = journal.get_run(str(done.run_id)).run
     if as_json:
-        out.emit_json({"run_id": run_id, "usd_micros": micros, "tokens": tokens, "run": info})
+        out.emit_json(done.to_json() | {"run": run_json(summarize(info))})
         return
     out.say(
-        out.text(f"budget of {run_id} set", "bold"),
-        out.text(f"spent so far ${info.cost_micros / 1e6:.6f}; call the run again to continue"),
+        out.text(done.message, "bold"),
+        out.text(f"spent so far {out.money(info.cost_micros)}"),
     )
 
 

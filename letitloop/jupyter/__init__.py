@@ -26,16 +26,18 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "letitloop.jupyter"}]
 
 
-def journal_spec(serverapp: Any) -> Path:
-    """Where the server's journal is: LIL_JOURNAL, the server config, else found from root_dir."""
-    from letitloop.journal._config import find_journal
+def journal_spec(serverapp: Any) -> Path | str:
+    """Where the server's journal is: LIL_JOURNAL, the server config, else found from root_dir;
+    a DuckDB file's path (a relative one is taken from root_dir) or a ``postgresql://`` URL."""
+    from letitloop.journal import find_location
 
     configured = serverapp.config.get("LetItLoop", {}).get("journal")
     explicit = os.environ.get("LIL_JOURNAL") or configured or None
     root = Path(serverapp.root_dir).expanduser()
-    if explicit and not Path(explicit).expanduser().is_absolute():
-        explicit = str(root / explicit)
-    return find_journal(explicit, cwd=root)
+    found = find_location(explicit, cwd=root)
+    if isinstance(found, Path) and explicit and not Path(explicit).expanduser().is_absolute():
+        found = find_location(str(root / explicit), cwd=root)
+    return found
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
@@ -43,7 +45,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     (and its owner starts) only when the first request needs it."""
     from tornado.ioloop import IOLoop
 
-    from letitloop.journal._config import who
+    from letitloop.journal import who
     from letitloop.jupyter._api import Context
     from letitloop.jupyter._handlers import routes
     from letitloop.jupyter._relay import Relay

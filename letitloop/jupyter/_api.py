@@ -9,34 +9,24 @@ user code.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from letitloop import operate
 from letitloop.errors import ConfigError
 
 if TYPE_CHECKING:
-    from letitloop.journal._contract import (
-        ApprovalInfo,
-        AttemptInfo,
-        EventInfo,
-        Journal,
-        Proposal,
-        RunDetail,
-        RunInfo,
-    )
-    from letitloop.journal.duckdb._client import OwnerJournal
+    from letitloop.journal import Journal
 
 MAX_BODY = 256 * 1024  # bytes of a request body: an edited approval payload fits easily
 MAX_LIMIT = 5000  # runs a listing may ask for
 MAX_PREVIEW = 4000  # characters of an output preview
 MAX_TEXT = 4000  # characters of a comment
 HUGE = 1_000_000
-RUN_STATUSES = ("running", "suspended", "completed", "failed", "interrupted", "cancelled", "reset")
 RUN_ACTIONS = ("resume", "retry", "budget", "cancel", "reset")
 CELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 
@@ -61,7 +51,7 @@ class Context:
     opens letitloop starts no owner), the server's root directory (notebook paths the page
     sends are relative to it; resumes run there) and who decides."""
 
-    spec: Path
+    spec: Path | str  # a DuckDB file, or a postgresql:// URL
     root_dir: Path
     by: str
     resumes: dict[str, Any] = field(default_factory=dict)
@@ -76,11 +66,6 @@ class Context:
 
                 self._journal = open_journal(self.spec)
             return self._journal
-
-    @property
-    def owner(self) -> OwnerJournal:
-        """The journal typed as the TUI's actions expect (they only call contract methods)."""
-        return cast("OwnerJournal", self.journal)
 
 
 # -- request bodies -----------------------------------------------------------------------------
@@ -135,280 +120,123 @@ def int_arg(value: str | None, default: int, low: int, high: int, what: str) -> 
 # -- runs ---------------------------------------------------------------------------------------
 
 
-def run_json(r: RunInfo, waiting: int = 0) -> dict[str, Any]:
-    return {
-        "run_id": r.run_id,
-        "workflow": r.workflow,
-        "key": r.key,
-        "status": r.status,
-        "epoch": r.epoch,
-        "attempt": r.attempt,
-        "created": r.created,
-        "updated": r.updated,
-        "steps_done": r.steps_done,
-        "current_step": r.current_step,
-        "holder": r.holder,
-        "parent": r.parent,
-        "error": error_json(r.error),
-        "cost_micros": r.cost_micros,
-        "tokens": r.tokens,
-        "saved_micros": r.saved_micros,
-        "waiting": waiting,
-    }
-
-
-def error_json(error: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A journaled error with only the fields a page shows (type, message, fix, traceback)."""
-    if not error:
-        return None
-    keep = ("type", "title", "message", "fix", "traceback", "dead", "step", "position")
-    return {k: error.get(k) for k in keep if error.get(k) is not None}
-
-
 def list_runs(
     ctx: Context, status: str | None, query: str, limit_arg: str | None
 ) -> dict[str, Any]:
     """Runs newest first, filtered by status and a search text (in id or workflow), each with
-    how many approvals it waits for."""
+    how many approvals it waits for and the actions that apply to it."""
     limit = int_arg(limit_arg, 200, 1, MAX_LIMIT, "limit")
-    if status and status not in RUN_STATUSES:
-        raise BadRequest(f"unknown status {status!r}", fix=f"one of {', '.join(RUN_STATUSES)}")
+    if status and status not in operate.STATUSES:
+        raise BadRequest(f"unknown status {status!r}", fix=f"one of {', '.join(operate.STATUSES)}")
     if len(query) > 200:
         raise BadRequest("search text over 200 characters", fix="shorten it")
-    waiting: dict[str, int] = {}
-    for a in ctx.journal.approvals(status="pending", limit=HUGE):
-        waiting[a.run_id] = waiting.get(a.run_id, 0) + 1
-    text = query.strip().lower()
-    rows = []
-    for r in ctx.journal.list_runs(status=status or None, limit=limit if not text else HUGE):
-        if text and text not in r.run_id.lower() and text not in r.workflow.lower():
-            continue
-        rows.append(run_json(r, waiting.get(r.run_id, 0)))
-        if len(rows) >= limit:
-            break
-    return {"runs": rows, "waiting": sum(waiting.values())}
-
-
-def attempt_json(a: AttemptInfo) -> dict[str, Any]:
-    preview = a.preview
-    if preview is not None and len(preview) > MAX_PREVIEW:
-        preview = preview[:MAX_PREVIEW] + f"… ({len(preview) - MAX_PREVIEW} more characters)"
-    return {
-        "position": a.position,
-        "attempt": a.attempt,
-        "kind": a.kind,
-        "name": a.name,
-        "status": a.status,
-        "started": a.started,
-        "ended": a.ended,
-        "codec": a.codec,
-        "size": a.size,
-        "error": error_json(a.error),
-        "resolution": a.resolution,
-        "resolved_by": a.resolved_by,
-        "preview": preview,
-        "cost_micros": a.cost_micros,
-        "tokens_in": a.tokens_in,
-        "tokens_out": a.tokens_out,
-        "model": a.model,
-        "cache": a.cache,
-    }
+    found = operate.list_summaries(ctx.journal, status=status or None, text=query, limit=limit)
+    waiting = len(ctx.journal.approvals(status="pending", limit=HUGE))
+    return {"runs": [operate.run_json(r) for r in found], "waiting": waiting}
 
 
 def run_detail(ctx: Context, text: str) -> dict[str, Any]:
-    """One run: its header, its steps (each with every attempt), result preview, budget, the
-    approvals it waits for and its effects in doubt."""
-    from letitloop.cli._effects import in_doubt
-    from letitloop.kernel._codec import preview
-
-    run_id = ctx.journal.find_run(text)
-    detail: RunDetail = ctx.journal.get_run(run_id)
-    steps: dict[int, list[dict[str, Any]]] = {}
-    for a in sorted(detail.attempts, key=lambda a: (a.position, a.attempt)):
-        steps.setdefault(a.position, []).append(attempt_json(a))
-    budget = None
-    for e in ctx.journal.events(run_id=run_id, limit=HUGE):
-        if e.kind == "budget":
-            budget = e.data.get("usd_micros")
-    pending = ctx.journal.approvals(status="pending", run_id=run_id, limit=HUGE)
-    last = {pos: tries[-1] for pos, tries in steps.items()}
-    dead = any(
-        t["error"] and t["error"].get("dead") and t["resolution"] != "rearm" for t in last.values()
-    )
-    return {
-        "run": run_json(detail.run, len(pending)),
-        "steps": [
-            {
-                "position": pos,
-                "name": tries[-1]["name"],
-                "kind": tries[-1]["kind"],
-                "status": tries[-1]["status"],
-                "attempts": tries,
-            }
-            for pos, tries in sorted(steps.items())
-        ],
-        "result": preview(*detail.result)[:MAX_PREVIEW] if detail.result else None,
-        "budget_micros": budget,
-        "dead_letter": dead,
-        "approvals": [approval_json(a) for a in pending],
-        "effects": [{"position": a.position, "name": a.name} for a in in_doubt(detail)],
-    }
+    """One run in full: its summary, steps (each with every attempt), result preview, the
+    approvals it waits for, its effects in doubt and its map items."""
+    return operate.view_json(operate.run_view(ctx.journal, text))
 
 
 def run_action(ctx: Context, text: str, body: dict[str, Any]) -> dict[str, Any]:
-    """resume | retry | budget | cancel | reset, through the same calls lil-tui makes."""
-    from letitloop.tui import _actions as act
-
+    """resume | retry | budget | cancel | reset: the actions every surface takes, refused with
+    the same cause everywhere when they do not apply."""
     action = body.get("action")
     if action not in RUN_ACTIONS:
         raise BadRequest(f"unknown action {action!r}", fix=f"one of {', '.join(RUN_ACTIONS)}")
     run_id = ctx.journal.find_run(text)
     if action == "resume":
-        resume = act.start_resume(ctx.journal.location, run_id, cwd=str(ctx.root_dir))
+        resume = operate.start_resume(ctx.journal, run_id, cwd=ctx.root_dir)
         ctx.resumes[run_id] = resume
-        message = f"resuming {run_id} in a new process (pid {resume.process.pid})"
+        done = resume.outcome
     elif action == "retry":
-        message = act.retry_dead_letter(ctx.owner, run_id, ctx.by)
+        done = operate.retry_dead_letter(ctx.journal, run_id, by=ctx.by)
     elif action == "budget":
         dollars = body.get("dollars")
         if not isinstance(dollars, int | float) or isinstance(dollars, bool) or dollars <= 0:
             raise BadRequest("budget needs dollars, a number above 0", fix='{"dollars": 2.5}')
-        message = act.raise_budget(ctx.owner, run_id, ctx.by, float(dollars))
+        done = operate.raise_budget(ctx.journal, run_id, by=ctx.by, usd=float(dollars))
     elif action == "cancel":
-        ctx.journal.cancel_run(run_id, ctx.by, "cancelled from JupyterLab")
-        message = f"cancelled {run_id}: it stops at its next step; reset it to start over"
+        done = operate.cancel_run(
+            ctx.journal, run_id, by=ctx.by, reason="cancelled from JupyterLab"
+        )
     else:
-        message = act.reset_run(ctx.owner, run_id, ctx.by)
-    return {"message": message, "run_id": run_id}
+        done = operate.reset_run(ctx.journal, run_id, by=ctx.by)
+    return done.to_json()
 
 
 # -- approvals ----------------------------------------------------------------------------------
-
-
-def approval_json(a: ApprovalInfo) -> dict[str, Any]:
-    return {
-        "id": a.id,
-        "run_id": a.run_id,
-        "position": a.position,
-        "name": a.name,
-        "payload": a.payload,
-        "schema": a.schema,
-        "created": a.created,
-        "deadline": a.deadline,
-        "on_timeout": a.on_timeout,
-        "status": a.status,
-        "decided_by": a.decided_by,
-        "decided_at": a.decided_at,
-        "comment": a.comment,
-        "edited": a.edited,
-    }
 
 
 def list_approvals(ctx: Context, status: str | None) -> dict[str, Any]:
     if status not in (None, "", "pending", "approved", "rejected", "cancelled"):
         raise BadRequest(f"unknown approval status {status!r}", fix="pending|approved|rejected")
     rows = ctx.journal.approvals(status=status or None, limit=HUGE)
-    return {"approvals": [approval_json(a) for a in sorted(rows, key=lambda a: a.created)]}
+    return {"approvals": [operate.approval_json(a) for a in sorted(rows, key=lambda a: a.created)]}
 
 
 def decide_approval(ctx: Context, approval_id: str, body: dict[str, Any]) -> dict[str, Any]:
     """Approve or reject with a comment; an edited ``payload`` is checked against the request's
     JSON schema by the journal (the first decision wins: a later one is a 409)."""
-    from letitloop.tui import _actions as act
-
     approved = body.get("approved")
     if not isinstance(approved, bool):
         raise BadRequest("field 'approved' (true or false) is required", fix='{"approved": true}')
-    message = act.decide_approval(
-        ctx.owner, approval_id, approved, ctx.by, body.get("comment"), body.get("payload")
+    done = operate.decide_approval(
+        ctx.journal,
+        approval_id,
+        approved=approved,
+        by=ctx.by,
+        comment=body.get("comment"),
+        payload=body.get("payload"),
     )
-    row = ctx.journal.approvals(limit=HUGE)
-    info = next((a for a in row if a.id.startswith(approval_id)), None)
-    return {"message": message, "approval": approval_json(info) if info else None}
+    info = ctx.journal.approvals(run_id=done.run_id, limit=HUGE)
+    row = next((a for a in info if a.id == done.data["approval_id"]), None)
+    return done.to_json() | {"approval": operate.approval_json(row) if row else None}
 
 
 # -- effects in doubt ---------------------------------------------------------------------------
 
 
 def list_effects(ctx: Context) -> dict[str, Any]:
-    """Markers in doubt in every run that is neither completed nor running."""
-    from letitloop.cli._effects import in_doubt
-
-    rows = []
-    for r in ctx.journal.list_runs(limit=HUGE):
-        if r.status in ("completed", "running", "reset"):
-            continue
-        for a in in_doubt(ctx.journal.get_run(r.run_id)):
-            why = a.error.get("message") if a.error else "the process stopped inside the block"
-            rows.append(
-                {
-                    "run_id": r.run_id,
-                    "run_status": r.status,
-                    "position": a.position,
-                    "name": a.name,
-                    "attempt": a.attempt,
-                    "started": a.started,
-                    "why": why,
-                }
-            )
-    return {"effects": rows}
+    """Side effects in doubt in every run (the one rule every surface applies)."""
+    return {"effects": [operate.doubt_json(d) for d in operate.doubts(ctx.journal)]}
 
 
 def resolve_effect(ctx: Context, text: str, position: int, body: dict[str, Any]) -> dict[str, Any]:
-    from letitloop.tui import _actions as act
-
     resolution = body.get("resolution")
     if resolution not in ("done", "redo"):
         raise BadRequest("resolution must be 'done' or 'redo'", fix='{"resolution": "done"}')
     run_id = ctx.journal.find_run(text)
-    return {"message": act.resolve_effect(ctx.owner, run_id, position, resolution, ctx.by)}
+    done = operate.resolve_effect(
+        ctx.journal, run_id, position, resolution, by=ctx.by, comment=body.get("comment")
+    )
+    return done.to_json()
 
 
 # -- splice proposals ---------------------------------------------------------------------------
 
 
-def proposal_json(p: Proposal) -> dict[str, Any]:
-    diff = difflib.unified_diff(
-        p.old.splitlines(keepends=True),
-        p.code.splitlines(keepends=True),
-        fromfile=f"{p.path} ({p.target}, now)",
-        tofile=f"{p.path} ({p.target}, proposed)",
-    )
-    return {
-        "id": p.id,
-        "path": p.path,
-        "target": p.target,
-        "old": p.old,
-        "code": p.code,
-        "diff": "".join(diff),
-        "reason": p.reason,
-        "by": p.by,
-        "created": p.created,
-        "origin": p.origin,
-        "state": p.state,
-        "decided_by": p.decided_by,
-        "decided_at": p.decided_at,
-        "note": p.note,
-    }
-
-
 def list_proposals(ctx: Context, state: str | None) -> dict[str, Any]:
     if state not in (None, "", "pending", "applied", "rejected", "conflict"):
         raise BadRequest(f"unknown proposal state {state!r}", fix="pending|applied|rejected")
-    return {"proposals": [proposal_json(p) for p in ctx.journal.proposals(state or None)]}
+    rows = ctx.journal.proposals(state or None)
+    return {"proposals": [operate.proposal_json(p) for p in rows]}
 
 
 def decide_proposal(
     ctx: Context, proposal_id: str, verb: str, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Apply (if the target is unchanged; a conflict is journaled and is a 409) or reject."""
-    from letitloop.tui import _actions as act
-
     if verb == "apply":
-        message = act.apply_splice(ctx.owner, proposal_id, ctx.by)
+        done = operate.apply_splice(ctx.journal, proposal_id, by=ctx.by)
     else:
-        message = act.reject_splice(ctx.owner, proposal_id, ctx.by, body.get("comment"))
-    return {"message": message}
+        done = operate.reject_splice(
+            ctx.journal, proposal_id, by=ctx.by, comment=body.get("comment")
+        )
+    return done.to_json()
 
 
 # -- %%durable cells ----------------------------------------------------------------------------
@@ -420,7 +248,7 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
     does), with a badge status: replayed | running | waiting | failed |
     completed | suspended | cancelled, or null when the cell never ran."""
     from letitloop.errors import JournalError
-    from letitloop.notebook_ext._notebook import claim  # the key the magic itself takes
+    from letitloop.operate._cells import badge, claim  # the key the magic itself takes
 
     root = ctx.root_dir.resolve()
     path = (root / notebook).resolve()
@@ -440,32 +268,3 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
         events = ctx.journal.events(run_id=run_id, limit=HUGE)
         found[name] = {"run_id": run_id, "status": badge(info, events, bool(pending))}
     return {"cells": found}
-
-
-def badge(run: RunInfo, events: list[EventInfo], waiting: bool) -> str:
-    """A cell's badge: ``replayed`` when its latest execution ran no step (every step came from
-    the journal), ``waiting`` for a pending approval, else the run's status."""
-    if run.status == "suspended" and waiting:
-        return "waiting"
-    if run.status != "completed":
-        return run.status
-    starts = [e.seq for e in events if e.kind == "run" and e.data.get("epoch") == run.epoch]
-    if len(starts) < 2:
-        return "completed"
-    ran = any(e.kind == "step" and e.seq > starts[-1] for e in events)
-    return "completed" if ran else "replayed"
-
-
-# -- events -------------------------------------------------------------------------------------
-
-
-def event_json(e: EventInfo) -> dict[str, Any]:
-    """A journal event as the event bus carries it: small, with no step output."""
-    return {
-        "seq": e.seq,
-        "run_id": e.run_id,
-        "kind": e.kind,
-        "position": e.position,
-        "name": e.name,
-        "ts": e.ts,
-    }

@@ -13,7 +13,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from letitloop.jupyter._api import Context, event_json
+from letitloop.jupyter._api import Context
+from letitloop.operate import event_json
 
 if TYPE_CHECKING:
     from jupyter_events import EventLogger

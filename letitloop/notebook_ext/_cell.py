@@ -22,7 +22,7 @@ from letitloop.kernel._human import may_wait
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import Budget
 from letitloop.kernel._runtime import resolve_journal, run_workflow
-from letitloop.notebook_ext._notebook import notebook_identity, path_key, remembered_claim
+from letitloop.operate._cells import notebook_identity, path_key, remembered_claim
 
 __all__ = [
     "CellRun",
@@ -56,7 +56,7 @@ class CellRun:
 
     def key(self, notebook: str) -> str:
         """The run key: ``--run-id``, else the notebook's name plus a hash of its path (before
-        adoption of a renamed notebook's run: see ``_notebook.claim``)."""
+        adoption of a renamed notebook's run: see ``operate._cells.claim``)."""
         return self.run_id or path_key(notebook)
 
     def options(self, notebook: str, key: str | None = None) -> DurableOptions:
@@ -157,7 +157,7 @@ def last_cell(shell: Any, journal: Any = None) -> tuple[str | None, Any]:
         run_id, used = _LAST[id(shell)]
         if journal is None or resolve_journal(journal) is used:
             return run_id, used
-    from letitloop.notebook_ext._notebook import owner_of
+    from letitloop.operate._cells import owner_of
 
     notebook = notebook_identity(shell)
     resolved = resolve_journal(journal)

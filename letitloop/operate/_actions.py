@@ -129,19 +129,18 @@ def raise_budget(
     tokens: int | None = None,
 ) -> Outcome:
     """Set or raise a run's budget; a run suspended by its budget continues when resumed."""
+    from letitloop.kernel._policy import budget_tokens, usd_micros
+
     if usd is None and tokens is None:
         raise ConfigError("a budget needs dollars, tokens or both", fix="e.g. usd=2.5")
-    if usd is not None and not usd > 0:
-        raise ConfigError(f"a budget must be more than $0, not {usd!r}", fix="e.g. usd=2.5")
-    if tokens is not None and not tokens > 0:
-        raise ConfigError(f"a token budget must be above 0, not {tokens!r}", fix="tokens=50000")
+    micros = None if usd is None else usd_micros(usd, "a budget's dollars")
+    most = None if tokens is None else budget_tokens(tokens, "a budget's tokens")
     run_id = journal.find_run(run)
-    micros = None if usd is None else round(usd * 1_000_000)
-    journal.set_budget(run_id, by, usd_micros=micros, tokens=tokens)
+    journal.set_budget(run_id, by, usd_micros=micros, tokens=most)
     limits = [f"${usd:g}" if usd is not None else "", f"{tokens} tokens" if tokens else ""]
     said = ", ".join(x for x in limits if x)
     message = f"budget of {run_id} set to {said}: resume the run to continue"
-    return Outcome("budget", message, run_id, {"usd_micros": micros, "tokens": tokens})
+    return Outcome("budget", message, run_id, {"usd_micros": micros, "tokens": most})
 
 
 def cancel_run(journal: Journal, run: str, *, by: str, reason: str | None = None) -> Outcome:

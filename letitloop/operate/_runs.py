@@ -115,7 +115,9 @@ def actions_for(run: RunSummary) -> tuple[str, ...]:
     thread = run.workflow.startswith("langgraph:")
     s = run.status
     offered = {
-        "resume": s in ("interrupted", "failed", "suspended") and run.parent is None and not thread,
+        "resume": s in ("interrupted", "failed", "suspended", "reset")
+        and run.parent is None
+        and not thread,
         "retry": run.dead_letter and s == "failed",
         "budget": s in ("running", "interrupted", "suspended", "failed"),
         "cancel": s in ("running", "interrupted", "suspended", "failed"),
@@ -250,12 +252,33 @@ def run_json(s: RunSummary) -> dict[str, Any]:
         "dead_letter": s.dead_letter,
         "forked_from": None if s.forked_from is None else s.forked_from._asdict(),
         "actions": list(s.actions),
+        "shown": shown(s),
+    }
+
+
+def shown(s: RunSummary) -> dict[str, str]:
+    """A run's numbers as every surface writes them (a page shows these strings as they are;
+    relative times are not among them: they are written when shown, with ``ago``)."""
+    from letitloop.operate._format import duration, money, tokens
+
+    budget = ""
+    if s.budget is not None:
+        usd, most = s.budget
+        budget = ", ".join(
+            x for x in (money(usd) if usd else "", tokens(most) if most else "") if x
+        )
+    return {
+        "steps": f"{s.steps_done}/{s.steps_total}",
+        "duration": duration(s.seconds),
+        "cost": money(s.cost_micros),
+        "budget": budget or "-",
+        "current": s.current_step or ("" if s.status == "completed" else "-"),
     }
 
 
 def attempt_json(a: AttemptInfo, preview_limit: int = 4000) -> dict[str, Any]:
     """One attempt of one step (its output previewed, never decoded)."""
-    from letitloop.operate._format import truncate
+    from letitloop.operate._format import duration, money, truncate
 
     return {
         "position": a.position,
@@ -279,16 +302,21 @@ def attempt_json(a: AttemptInfo, preview_limit: int = 4000) -> dict[str, Any]:
         "tokens_out": a.tokens_out,
         "model": a.model,
         "cache": a.cache,
+        "shown": {"duration": duration(attempt_seconds(a)), "cost": money(a.cost_micros)},
     }
 
 
 def step_json(s: StepSummary) -> dict[str, Any]:
+    """One position of a run (its attempts are listed beside it by ``view_json``)."""
+    from letitloop.operate._format import duration, money
+
     return {
         "position": s.position,
         "name": s.name,
         "kind": s.kind,
         "status": s.status,
-        "attempts": s.attempts,
+        "tries": s.attempts,
         "seconds": s.seconds,
         "cost_micros": s.cost_micros,
+        "shown": {"duration": duration(s.seconds), "cost": money(s.cost_micros)},
     }

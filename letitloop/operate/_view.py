@@ -78,12 +78,10 @@ def run_view(journal: Journal, text: str) -> RunView:
 
 def view_json(v: RunView) -> dict[str, Any]:
     """A run in full as every JSON surface writes it."""
-    attempts: dict[int, list[dict[str, Any]]] = {}
-    for a in v.attempts:
-        attempts.setdefault(a.position, []).append(attempt_json(a))
     return {
         "run": run_json(v.run),
-        "steps": [step_json(s) | {"attempts": attempts[s.position]} for s in v.steps],
+        "steps": [step_json(s) for s in v.steps],
+        "attempts": [attempt_json(a) for a in v.attempts],
         "result": None if v.result is None else {"codec": v.result_codec, "preview": v.result},
         "entry": v.entry,
         "approvals": [approval_json(a) for a in v.approvals],

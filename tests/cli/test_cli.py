@@ -132,8 +132,8 @@ def test_runs_list_table_and_json(journal_path: Path) -> None:
     header = table.splitlines()[0].split()
     assert header[:3] == ["run", "id", "workflow"] and "updated" in header
     lines = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
-    assert lines["tests.pipeline:p1"][1:4] == ["tests.pipeline", "completed", "3"]
-    assert lines["tests.failing:f1"][1:4] == ["tests.failing", "failed", "1"]
+    assert lines["tests.pipeline:p1"][1:4] == ["tests.pipeline", "completed", "3/3"]
+    assert lines["tests.failing:f1"][1:4] == ["tests.failing", "failed", "1/2"]
     assert "ago" in lines["tests.pipeline:p1"][-2:] or "now" in lines["tests.pipeline:p1"][-1]
 
     runs = as_json(lil_run(journal_path, "runs", "list", "--json"))

@@ -92,7 +92,7 @@ def test_lil_runs_fork_from_a_step_with_new_arguments(journal_url: str, tmp_path
     assert result[2].startswith("review:bob:") and result[3].startswith("publish:bob:")
     assert _lil_json(env, tmp_path, "runs", "show", source_id) == before  # source untouched
     shown = _lil_json(env, tmp_path, "runs", "show", fork["run_id"])
-    assert shown["forked_from"] == {
+    assert shown["run"]["forked_from"] == {
         "run_id": source_id,
         "position": 2,
         "epoch": 0,

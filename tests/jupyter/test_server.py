@@ -105,10 +105,11 @@ async def test_run_detail_has_steps_attempts_previews_and_cost(
     detail = await get(jp_fetch, "runs", "p1")  # a unique suffix finds the run, as lil does
     assert detail["run"]["run_id"] == "etl.pipeline:p1"
     assert [s["name"] for s in detail["steps"]] == ["fetch", "transform"]
-    fetch = detail["steps"][0]["attempts"][0]
+    fetch = detail["attempts"][0]
     assert json.loads(fetch["preview"]) == {"label": "fetch", "value": 10}
     assert fetch["cost_micros"] == 100 and fetch["status"] == "completed"
-    assert json.loads(detail["result"]) == [10, 20] and detail["effects"] == []
+    assert json.loads(detail["result"]["preview"]) == [10, 20] and detail["effects"] == []
+    assert detail["run"]["shown"]["steps"] == "2/2" and detail["run"]["actions"] == ["fork"]
     code, error = await refused(jp_fetch, "runs", "no-such-run")
     assert code == 404 and error["type"] == "JournalError"
 
@@ -155,13 +156,14 @@ async def test_approving_unblocks_a_waiting_script(
 async def test_effects_in_doubt_are_listed_and_resolved(jp_fetch: Fetch, lab_journal: Path) -> None:
     run_workflow(lab_journal, "killed", check=False)
     [effect] = (await get(jp_fetch, "effects"))["effects"]
-    assert effect["run_id"] == "shop.notify:n1" and effect["name"] == "send_email"
-    assert (await get(jp_fetch, "runs", "n1"))["effects"] == [{"position": 1, "name": "send_email"}]
+    assert effect["run_id"] == "shop.notify:n1" and effect["marker"] == "send_email"
+    [same] = (await get(jp_fetch, "runs", "n1"))["effects"]
+    assert same == effect  # one shape, one rule: the listing and the run view agree
     path = ("effects", "shop.notify:n1", "1", "resolve")
     code, error = await refused(jp_fetch, *path, body={"resolution": "maybe"})
     assert code == 400 and "'done' or 'redo'" in error["message"]
     answer = await post(jp_fetch, *path, body={"resolution": "done"})
-    assert "will not run again" in answer["message"]
+    assert "as done" in answer["message"] and "skips the block" in answer["message"]
     assert (await get(jp_fetch, "effects"))["effects"] == []
 
 
@@ -206,7 +208,7 @@ async def test_run_actions_cancel_budget_reset_and_resume(
         code, error = await refused(jp_fetch, *path, body=body)
         assert code == 400 and words in error["message"], (body, error)
     answer = await post(jp_fetch, *path, body={"action": "budget", "dollars": 2.5})
-    assert (await get(jp_fetch, "runs", "p1"))["budget_micros"] == 2_500_000, answer
+    assert (await get(jp_fetch, "runs", "p1"))["run"]["budget"]["usd_micros"] == 2_500_000, answer
     await post(jp_fetch, *path, body={"action": "reset"})
     assert (await get(jp_fetch, "runs", "p1"))["steps"] == []
     answer = await post(jp_fetch, *path, body={"action": "resume"})
@@ -265,7 +267,7 @@ async def test_journal_events_arrive_on_the_event_bus(
 async def test_cell_runs_find_the_run_a_durable_cell_makes(
     jp_fetch: Fetch, lab_journal: Path, jp_root_dir: Path
 ) -> None:
-    from letitloop.notebook_ext._notebook import path_key
+    from letitloop.operate._cells import path_key
 
     key = path_key(str(jp_root_dir / "work" / "analysis.ipynb"))
     answer = await get(jp_fetch, "cells", path="work/analysis.ipynb", name="ingest")

@@ -1,4 +1,4 @@
-"""``_notebook.claim``: which run a notebook's cell continues, on the in-memory journal with a
+"""``operate._cells.claim``: which run a notebook's cell continues, on the in-memory journal with a
 fake file system (the kernel tests in ``test_first_hour.py`` do the same with real files)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from letitloop import MemoryJournal
 from letitloop.kernel._runtime import run_workflow
-from letitloop.notebook_ext._notebook import claim, path_key
+from letitloop.operate._cells import claim, path_key
 
 WF = "cell.ingest"
 

@@ -8,11 +8,14 @@ import { Event, ServerConnection } from '@jupyterlab/services';
 
 export const EVENT_SCHEMA = 'https://letitloop.dev/events/journal';
 
+/** A run as the server writes it (letitloop.operate.run_json): ``shown`` holds its numbers
+ * formatted as every surface writes them, ``actions`` what a person may do to it now. */
 export interface IRun {
   run_id: string;
   workflow: string;
   status: string;
   steps_done: number;
+  steps_total: number;
   current_step: string | null;
   cost_micros: number;
   tokens: number;
@@ -20,6 +23,16 @@ export interface IRun {
   updated: number;
   waiting: number;
   error: IError | null;
+  budget: { usd_micros: number | null; tokens: number | null } | null;
+  dead_letter: boolean;
+  actions: string[];
+  shown: {
+    steps: string;
+    duration: string;
+    cost: string;
+    budget: string;
+    current: string;
+  };
 }
 
 export interface IError {
@@ -43,6 +56,7 @@ export interface IAttempt {
   error: IError | null;
   cost_micros: number;
   resolution: string | null;
+  shown: { duration: string; cost: string };
 }
 
 export interface IStep {
@@ -50,7 +64,8 @@ export interface IStep {
   name: string;
   kind: string;
   status: string;
-  attempts: IAttempt[];
+  tries: number;
+  shown: { duration: string; cost: string };
 }
 
 export interface IApproval {
@@ -63,14 +78,20 @@ export interface IApproval {
   status: string;
 }
 
+export interface IEffect {
+  run_id: string;
+  position: number;
+  marker: string;
+  why: string;
+}
+
 export interface IRunDetail {
   run: IRun;
   steps: IStep[];
-  result: string | null;
-  budget_micros: number | null;
-  dead_letter: boolean;
+  attempts: IAttempt[];
+  result: { codec: string; preview: string } | null;
   approvals: IApproval[];
-  effects: { position: number; name: string }[];
+  effects: IEffect[];
 }
 
 export interface IProposal {
@@ -174,13 +195,6 @@ export function onJournalEvent(
       handler(emission as unknown as IJournalEvent);
     }
   });
-}
-
-export function usd(micros: number | null | undefined): string {
-  if (!micros) {
-    return '$0';
-  }
-  return `$${(micros / 1e6).toFixed(micros >= 100 ? 4 : 6)}`;
 }
 
 /** An element with a class and text, the building block of every view here. */

@@ -7,7 +7,7 @@
 import { Notification } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { IApproval, IProposal, IRun, api, el, usd } from './api';
+import { IApproval, IProposal, IRun, api, el } from './api';
 
 export type Section = 'runs' | 'inbox' | 'splices';
 
@@ -117,9 +117,10 @@ export class LilSidebar extends Widget {
         }
         const meta = el('div', 'lil-run-meta');
         meta.append(
-          el('span', 'lil-run-steps', `${r.steps_done} steps`),
+          el('span', 'lil-run-steps', `${r.shown.steps} steps`),
           el('span', 'lil-run-current', r.current_step ? `at ${r.current_step}` : ''),
-          el('span', 'lil-run-cost', usd(r.cost_micros))
+          el('span', 'lil-run-duration', r.shown.duration),
+          el('span', 'lil-run-cost', r.shown.cost)
         );
         row.append(head, el('div', 'lil-run-id', r.run_id), meta);
         row.onclick = () => this.options.openRun(r.run_id);

@@ -6,7 +6,7 @@
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { IProposal, IRunDetail, api, el, usd } from './api';
+import { IProposal, IRunDetail, api, el } from './api';
 import { approvalCard } from './sidebar';
 
 const ACTIONS: [string, string, string][] = [
@@ -44,21 +44,24 @@ export class RunView extends Widget {
     );
     const meter = el('div', 'lil-cost-meter');
     const spent = r.cost_micros;
+    const budget = r.budget?.usd_micros ?? null;
     meter.append(
-      el('span', 'lil-cost', `cost ${usd(spent)}`),
-      el('span', 'lil-budget', d.budget_micros ? ` of ${usd(d.budget_micros)}` : '')
+      el('span', 'lil-steps', `${r.shown.steps} steps`),
+      el('span', 'lil-duration', r.shown.duration),
+      el('span', 'lil-cost', `cost ${r.shown.cost}`),
+      el('span', 'lil-budget', r.budget ? ` of ${r.shown.budget}` : '')
     );
-    if (d.budget_micros) {
+    if (budget) {
       const bar = el('div', 'lil-cost-bar');
       const fill = el('div', 'lil-cost-fill');
-      fill.style.width = `${Math.min(100, (100 * spent) / d.budget_micros)}%`;
+      fill.style.width = `${Math.min(100, (100 * spent) / budget)}%`;
       bar.appendChild(fill);
       meter.appendChild(bar);
     }
     const actions = el('div', 'lil-actions');
     for (const [action, label, why] of ACTIONS) {
-      if (action === 'retry' && !d.dead_letter) {
-        continue;
+      if (!r.actions.includes(action)) {
+        continue; // the server says which actions apply to this run now, as every surface does
       }
       const button = el('button', `lil-action lil-action-${action} jp-mod-styled`, label);
       button.title = why;
@@ -77,7 +80,7 @@ export class RunView extends Widget {
       parts.push(approvalCard(a, () => this.refresh()));
     }
     for (const e of d.effects) {
-      const row = el('div', 'lil-effect', `side effect in doubt: ${e.name} (position ${e.position})`);
+      const row = el('div', 'lil-effect', `side effect in doubt: ${e.marker} (position ${e.position})`);
       for (const res of ['done', 'redo']) {
         const b = el('button', `lil-resolve-${res} jp-mod-styled`, `it was ${res === 'done' ? 'done' : 'not done: redo'}`);
         b.onclick = async () => {
@@ -98,13 +101,12 @@ export class RunView extends Widget {
         el('span', 'lil-step-kind', s.kind)
       );
       item.appendChild(title);
-      for (const a of s.attempts) {
+      for (const a of d.attempts.filter(a => a.position === s.position)) {
         const attempt = el('div', `lil-attempt lil-status-${a.status}`);
-        const secs = a.started && a.ended ? `${((a.ended - a.started) * 1000).toFixed(0)} ms` : '';
         attempt.append(
           el('span', 'lil-attempt-n', `attempt ${a.attempt}`),
-          el('span', 'lil-attempt-time', secs),
-          el('span', 'lil-attempt-cost', a.cost_micros ? usd(a.cost_micros) : '')
+          el('span', 'lil-attempt-time', a.ended ? a.shown.duration : ''),
+          el('span', 'lil-attempt-cost', a.cost_micros ? a.shown.cost : '')
         );
         if (a.preview) {
           attempt.appendChild(el('pre', 'lil-preview', a.preview));
@@ -121,7 +123,7 @@ export class RunView extends Widget {
     }
     parts.push(timeline);
     if (d.result !== null) {
-      parts.push(el('h3', '', 'result'), el('pre', 'lil-result', d.result));
+      parts.push(el('h3', '', 'result'), el('pre', 'lil-result', d.result.preview));
     }
     this.node.replaceChildren(...parts);
   }

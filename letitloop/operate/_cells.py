@@ -1,7 +1,9 @@
-"""Which notebook a kernel runs, and which run each of its ``%%durable`` cells continues.
+"""Which notebook a kernel runs, which run each of its ``%%durable`` cells continues, and the
+badge a cell shows.
 
-All notebook-identity logic lives here, so that a stabler identity (a notebook id kept in the
-notebook's metadata by the JupyterLab extension) can replace the path in one function.
+All notebook-identity logic lives here (the magic and the lab's server extension both use it),
+so that a stabler identity (a notebook id kept in the notebook's metadata by the JupyterLab
+extension) can replace the path in one function.
 
 A cell's run key derives from the notebook's path (``stem-<hash of the path>``), and every cell
 run journals that path as its argument (``notebook=``), so the journal knows which notebook each
@@ -23,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from letitloop.journal._contract import Journal, RunInfo
+from letitloop.journal import EventInfo, Journal, RunInfo
 
 _MAX_GENERATIONS = 50  # keys tried per notebook before giving up on sharing rules
 
@@ -149,3 +151,17 @@ def _shown(path: str, relative_to: str) -> str:
     """A path as the user thinks of it: relative to the notebook's folder when it is near."""
     rel = os.path.relpath(path, os.path.dirname(relative_to))
     return rel if not rel.startswith("../..") else path
+
+
+def badge(run: RunInfo, events: list[EventInfo], waiting: bool) -> str:
+    """A cell's badge: ``replayed`` when its latest execution ran no step (every step came from
+    the journal), ``waiting`` for a pending approval, else the run's status."""
+    if run.status == "suspended" and waiting:
+        return "waiting"
+    if run.status != "completed":
+        return run.status
+    starts = [e.seq for e in events if e.kind == "run" and e.data.get("epoch") == run.epoch]
+    if len(starts) < 2:
+        return "completed"
+    ran = any(e.kind == "step" and e.seq > starts[-1] for e in events)
+    return "completed" if ran else "replayed"
