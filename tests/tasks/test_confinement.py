@@ -8,6 +8,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.tasks.conftest import Project
 
 ORIGINAL = "def add(a, b):\n    raise NotImplementedError\n"
@@ -53,8 +55,8 @@ def test_a_failed_agents_symlink_is_not_followed_by_the_restore(project: Project
         }
     )
     done = project.lil("run", "--task", "calc", "--json")
-    assert done.returncode == 0, done.stderr
     assert victim.read_text() == "precious\n"  # main wrote the original calc.py into it
+    assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["failovers"] == ["codex: exited 1"]
     calc = project.root / "src" / "calc.py"
     assert not calc.is_symlink() and calc.read_text() == FIXED
@@ -74,12 +76,27 @@ def test_a_symlinked_parent_directory_does_not_redirect_the_restore(project: Pro
         }
     )
     done = project.lil("run", "--task", "calc", "--json")
-    assert done.returncode == 0, done.stderr
     assert (outside / "calc.py").read_text() == "precious\n"  # main restored calc.py into it
+    assert done.returncode == 0, done.stderr
     src = project.root / "src"
     assert src.is_dir() and not src.is_symlink()
     assert (src / "calc.py").read_text() == FIXED
     assert sorted(p.name for p in outside.iterdir()) == ["calc.py", "victim.txt"]
+
+
+def test_a_fifo_in_place_of_a_file_does_not_hang_the_restore(project: Project) -> None:
+    _setup(project)
+    project.plan(
+        {
+            "codex": [{"do": "write", "files": {}, "fifos": ["src/calc.py"], "code": 1}],
+            "claude": [{"do": "write", "files": {"src/calc.py": FIXED}}],
+        }
+    )
+    done = project.lil("run", "--task", "calc", "--json", timeout=90)  # main blocked in open()
+    assert done.returncode == 0, done.stderr
+    calc = project.root / "src" / "calc.py"
+    assert calc.is_file() and calc.read_text() == FIXED
+    assert [c["agent"] for c in project.calls()] == ["codex", "claude"]
 
 
 def test_a_symlink_left_by_a_successful_attempt_is_refused_with_a_critique(
@@ -132,6 +149,7 @@ def test_a_forged_base_file_naming_paths_outside_the_tree_is_refused(project: Pr
     project.write(".letitloop/tasks/calc/epoch-0/base-1.json", json.dumps(forged))
     project.plan({"codex": [{"do": "write", "files": {"src/calc.py": "half"}, "code": 1}]})
     done = project.lil("run", "--task", "calc")
+    assert victim.read_text() == "precious\n" and not absolute.exists()
     assert done.returncode != 0
     assert (
         "snapshot .letitloop/tasks/calc/epoch-0/base-1.json cannot be used: it names "
@@ -139,7 +157,6 @@ def test_a_forged_base_file_naming_paths_outside_the_tree_is_refused(project: Pr
     ) in done.stderr
     assert "lil runs reset lil.task:calc" in done.stderr  # the fix
     assert "Traceback" not in done.stderr
-    assert victim.read_text() == "precious\n" and not absolute.exists()
     assert project.calls() == []  # refused before any agent ran
 
 
@@ -152,9 +169,9 @@ def test_the_runner_state_behind_a_symlink_is_refused(project: Project) -> None:
     project.write("src/secret.py", "TOKEN = 'not for outside'\n")
     project.plan({"codex": [{"do": "write", "files": {"src/calc.py": FIXED}}]})
     done = project.lil("run", "--task", "calc")
+    assert list(loot.iterdir()) == []  # main saved the project's snapshots, secrets and all
     assert done.returncode != 0
     assert ".letitloop/tasks is not a directory (a symbolic link or a file)" in done.stderr
-    assert list(loot.iterdir()) == []  # main saved the project's snapshots, secrets and all
 
 
 def test_a_receipt_is_never_written_through_a_symlinked_directory(project: Project) -> None:
@@ -165,9 +182,9 @@ def test_a_receipt_is_never_written_through_a_symlinked_directory(project: Proje
     project.extra_env["LIL_RECEIPT_KEY"] = "a receipt key for the test, long enough"
     project.plan({"codex": [{"do": "write", "files": {"src/calc.py": FIXED}}]})
     done = project.lil("run", "--task", "calc")
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]  # main signed into it
     assert done.returncode != 0
     assert "build is not a directory (a symbolic link or a file)" in done.stderr
-    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
 
 
 def test_a_receipt_path_outside_the_project_is_a_task_file_error(project: Project) -> None:
@@ -177,6 +194,25 @@ def test_a_receipt_path_outside_the_project_is_a_task_file_error(project: Projec
     project.extra_env["LIL_RECEIPT_KEY"] = "a receipt key for the test, long enough"
     project.plan({"codex": [{"do": "write", "files": {"src/calc.py": FIXED}}]})
     done = project.lil("run", "--task", "calc")
+    assert not (outside / "r.json").exists()  # main wrote the receipt there
     assert done.returncode != 0
     assert "receipt '../outside/r.json' is not a path inside the project" in done.stderr
-    assert not (outside / "r.json").exists() and project.calls() == []
+    assert project.calls() == []  # refused when the task file was read
+
+
+def test_a_forged_review_plan_is_refused(tmp_path: Path) -> None:
+    """The review plan read back names only files the task's first snapshot holds as text
+    (on main a forged plan alone fails with a KeyError; with a forged origin.json beside it, it
+    rewrote files outside the tree, which the snapshot check above now refuses first)."""
+    from letitloop.tasks import TaskStateError
+    from letitloop.tasks._review import _load_plan
+
+    origin = {"src/calc.py": (hashlib.sha256(ORIGINAL.encode()).hexdigest(), ORIGINAL)}
+    plan = tmp_path / ".letitloop" / "plan.json"
+    plan.parent.mkdir()
+    for key in ("../outside/victim.py", "/etc/victim.py", "src/other.py"):
+        plan.write_text(json.dumps({key: FIXED}))
+        with pytest.raises(TaskStateError, match=r"review plan \.letitloop/plan\.json"):
+            _load_plan(tmp_path, ".letitloop/plan.json", origin)
+    plan.write_text(json.dumps({"src/calc.py": FIXED}))
+    assert _load_plan(tmp_path, ".letitloop/plan.json", origin) == {"src/calc.py": FIXED}

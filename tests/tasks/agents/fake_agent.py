@@ -12,6 +12,7 @@ agents, the prompts (and the critique in them) and which calls really ran. Actio
         "links": {"path": "target"}     then make each path a symbolic link to target (whatever
                                         was there, a file or a directory, removed first; not
                                         when the prompt carries a critique and "critiqued" is set)
+        "fifos": ["path"]               then make each path a FIFO (a file there removed first)
         "code": 1                       then exit with this status
     {"do": "fail", "code": 3}        exit non-zero
     {"do": "hang"}                   sleep until killed (a timeout, or a test's SIGKILL)
@@ -71,6 +72,9 @@ def main(name: str) -> None:
                 link.unlink()
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target)
+        for path in action.get("fifos", []):
+            Path(path).unlink(missing_ok=True)
+            os.mkfifo(path)
         if action.get("then") == "hang":
             time.sleep(3600)
         if action.get("code"):
