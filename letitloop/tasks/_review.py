@@ -94,7 +94,7 @@ def _load_plan(root: Path, rel: str, origin: _tree.Snapshot) -> dict[str, str] |
     except ValueError:
         plan = None
     ok = isinstance(plan, dict) and all(
-        isinstance(v, str) and _files.tree_path(k) and origin.get(k, ("", None))[1] is not None
+        isinstance(v, str) and _files.inside_tree(k) and origin.get(k, ("", None))[1] is not None
         for k, v in plan.items()
     )
     if not ok:

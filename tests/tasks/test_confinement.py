@@ -206,8 +206,9 @@ def test_a_forged_review_plan_is_refused(tmp_path: Path) -> None:
     rewrote files outside the tree, which the snapshot check above now refuses first)."""
     from letitloop.tasks import TaskStateError
     from letitloop.tasks._review import _load_plan
+    from letitloop.tasks._tree import Snapshot
 
-    origin = {"src/calc.py": (hashlib.sha256(ORIGINAL.encode()).hexdigest(), ORIGINAL)}
+    origin: Snapshot = {"src/calc.py": (hashlib.sha256(ORIGINAL.encode()).hexdigest(), ORIGINAL)}
     plan = tmp_path / ".letitloop" / "plan.json"
     plan.parent.mkdir()
     for key in ("../outside/victim.py", "/etc/victim.py", "src/other.py"):
