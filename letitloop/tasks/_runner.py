@@ -301,7 +301,7 @@ def _turn(
             after = _tree.snapshot(base)
             detail = f"edits outside the allowed paths were refused and undone: {', '.join(kept)}"
             if lost:
-                detail += f" (binary, left as is: {', '.join(lost)})"
+                detail += f" (binary or blocked, left as is: {', '.join(lost)})"
             checks.append(_checks.CheckResult("allowed paths (--strict)", False, detail))
         origin = _tree.load(base, f"{states}/origin.json") or before
         since = _tree.changed(origin, after)
@@ -358,6 +358,7 @@ def _sign_receipts(spec: dict[str, Any], root: str) -> list[dict[str, Any]]:
     out = []
     for check in task.checks:
         if check.receipt:
+            _files.tree_path(check.receipt)  # before the command runs: the path is inside
             signed = run(list(check.run), protect=task.protect, cwd=root, stream=False)
             _files.replace_file(Path(root), check.receipt, signed.to_json().encode())
             out.append({"check": check.label, "path": check.receipt, "exit_code": signed.exit_code})

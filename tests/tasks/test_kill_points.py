@@ -106,30 +106,50 @@ def test_a_runner_killed_at_each_point_ends_as_an_uninterrupted_one(
     name = f"calc-{point}-{nth}"
     project = _project(tmp_path / "proj", journal, name)
     try:
-        project.extra_env["LIL_TASK_KILL_AT"] = f"{point}@{nth}"
-        killed = project.lil("run", "--task", name, "--json")
-        assert killed.returncode == -9, (killed.returncode, killed.stderr)  # a real SIGKILL
-        del project.extra_env["LIL_TASK_KILL_AT"]
-
-        again = project.lil("run", "--task", name, "--json")  # the same command again
-        assert again.returncode == 0, again.stderr
-        assert json.loads(again.stdout) == uninterrupted | {"task": name}
-        assert project.read("src/calc.py") == PLUS
-        assert not (project.root / "src" / "extra.py").exists()  # codex's edit stays undone
-
-        shown = project.lil("run", "show", name, "--json")
-        attempts = json.loads(shown.stdout)["attempts"]
-        finished = [a for a in attempts if a["verdict"] != "started"]
-        assert [(a["agent"], a["verdict"]) for a in finished] == [
-            ("codex", "failover"),
-            ("claude", "rejected"),
-            ("claude", "accepted"),
-        ]
-        # each attempt is compared with the tree as it was before it began: the first claude
-        # attempt with the original (codex's half edit undone), the second with the first's
-        rejected, accepted = finished[1]["diff"], finished[2]["diff"]
-        assert "-    raise NotImplementedError" in rejected and "half" not in rejected
-        assert "-    return a - b" in accepted and "+    return a + b" in accepted
-        assert "add(2, 3) returned -1" in finished[1]["critique"]
+        _kill_and_resume(project, name, f"{point}@{nth}", uninterrupted)
     finally:
         kill_agents(project)
+
+
+def test_the_save_before_the_journal_write_on_postgresql(
+    tmp_path: Path, shared: tuple[Path, dict[str, Any]], pg_dsn: str
+) -> None:
+    """The old bug's point on a PostgreSQL journal: the journal, read back there, decides too."""
+    _, uninterrupted = shared
+    project = _project(tmp_path / "proj", tmp_path / "unused.duckdb", "calc")
+    project.extra_env["LIL_JOURNAL"] = pg_dsn
+    try:
+        _kill_and_resume(project, "calc", "saved@1", uninterrupted)
+        assert not (tmp_path / "unused.duckdb").exists()  # the runs were on PostgreSQL
+    finally:
+        kill_agents(project)
+
+
+def _kill_and_resume(project: Project, name: str, kill_at: str, uninterrupted: Any) -> None:
+    """Run the task killed at ``kill_at``, run it again, and check it ended as ``uninterrupted``
+    did, each attempt compared with the tree before it began."""
+    project.extra_env["LIL_TASK_KILL_AT"] = kill_at
+    killed = project.lil("run", "--task", name, "--json")
+    assert killed.returncode == -9, (killed.returncode, killed.stderr)  # a real SIGKILL
+    del project.extra_env["LIL_TASK_KILL_AT"]
+
+    again = project.lil("run", "--task", name, "--json")  # the same command again
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == uninterrupted | {"task": name}
+    assert project.read("src/calc.py") == PLUS
+    assert not (project.root / "src" / "extra.py").exists()  # codex's edit stays undone
+
+    shown = project.lil("run", "show", name, "--json")
+    attempts = json.loads(shown.stdout)["attempts"]
+    finished = [a for a in attempts if a["verdict"] != "started"]
+    assert [(a["agent"], a["verdict"]) for a in finished] == [
+        ("codex", "failover"),
+        ("claude", "rejected"),
+        ("claude", "accepted"),
+    ]
+    # each attempt is compared with the tree as it was before it began: the first claude
+    # attempt with the original (codex's half edit undone), the second with the first's
+    rejected, accepted = finished[1]["diff"], finished[2]["diff"]
+    assert "-    raise NotImplementedError" in rejected and "half" not in rejected
+    assert "-    return a - b" in accepted and "+    return a + b" in accepted
+    assert "add(2, 3) returned -1" in finished[1]["critique"]
