@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from letitloop.journal._contract import AttemptInfo
+from letitloop.journal import AttemptInfo
 from letitloop.kernel._context import RunContext, StepInfo
 from letitloop.tasks import _tree
 from letitloop.tasks._model import TaskStateError
