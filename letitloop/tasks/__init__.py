@@ -24,6 +24,7 @@ _EXPORTS = {
     "Limits": "letitloop.tasks._model",
     "TaskError": "letitloop.tasks._model",
     "TaskFileError": "letitloop.tasks._model",
+    "TaskStateError": "letitloop.tasks._model",
     "PRESETS": "letitloop.tasks._agents",
     "run_task": "letitloop.tasks._runner",
     "run_id_of": "letitloop.tasks._runner",
@@ -37,6 +38,7 @@ __all__ = [
     "Limits",
     "TaskError",
     "TaskFileError",
+    "TaskStateError",
     "TaskSpec",
     "load_task",
     "run_id_of",
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         TaskError,
         TaskFileError,
         TaskSpec,
+        TaskStateError,
         load_task,
     )
     from letitloop.tasks._report import task_detail, task_runs

@@ -65,9 +65,10 @@ def _run(
 
 
 def _files(check: Check, now: Snapshot, default: list[str]) -> list[str]:
+    """The files a check looks at (symbolic links are not files to check, nor followed)."""
     if not check.paths:
         return default
-    return sorted(p for p in now if _tree.allowed(p, check.paths))
+    return sorted(p for p in now if _tree.allowed(p, check.paths) and not _tree.is_link(now[p]))
 
 
 def _text(now: Snapshot, path: str) -> str | None:
@@ -133,8 +134,9 @@ def _regex(
 def _exists(
     check: Check, task: TaskSpec, root: Path, o: Snapshot, now: Snapshot, ch: list[str]
 ) -> list[str]:
+    files = [p for p in now if not _tree.is_link(now[p])]
     return [
-        f"no file {g} exists" for g in check.paths if not any(_tree.allowed(p, (g,)) for p in now)
+        f"no file {g} exists" for g in check.paths if not any(_tree.allowed(p, (g,)) for p in files)
     ]
 
 
@@ -146,7 +148,7 @@ def _size(
     if not files:
         return [f"no file matches {', '.join(check.paths)}"]
     for path in files:
-        size = (root / path).stat().st_size
+        size = (root / path).lstat().st_size  # a regular file in the snapshot: not followed
         if check.min_bytes is not None and size < check.min_bytes:
             out.append(f"{path} is {size} bytes, less than {check.min_bytes}")
         if check.max_bytes is not None and size > check.max_bytes:

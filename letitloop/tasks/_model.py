@@ -39,6 +39,13 @@ class TaskError(LetItLoopError):
     title = "task failed"
 
 
+class TaskStateError(TaskError):
+    """A path the task runner was to use would leave the project or pass through a symbolic
+    link, or a file it saved under ``.letitloop/tasks/`` was altered: nothing was written."""
+
+    title = "unsafe task path"
+
+
 class TaskFileError(ConfigError):
     """A task file is missing or holds a value it cannot."""
 
@@ -277,6 +284,17 @@ def _check(raw: object, where: str) -> Check:
     receipt = r.text("receipt", "")
     if receipt and kind != "command":
         raise TaskFileError(f"{where}: only a command check can have a receipt")
+    if receipt:
+        from letitloop.tasks._files import tree_path
+
+        try:
+            tree_path(receipt.removeprefix("./"))
+        except TaskStateError:
+            raise TaskFileError(
+                f"{where}: receipt {receipt!r} is not a path inside the project",
+                fix='name a file relative to the project root, e.g. receipt = "build/r.json"',
+            ) from None
+        receipt = receipt.removeprefix("./")
     return Check(
         kind=kind,
         name=r.text("name", ""),

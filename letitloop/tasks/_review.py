@@ -9,7 +9,8 @@ agent left it, and is listed in the task's result.
 
 The plan (each file's new text) is saved before any file is rewritten, so a runner killed here
 proposes the same definitions when it runs again, and a definition already proposed is not
-proposed twice.
+proposed twice. The plan read back is checked like a snapshot (each path inside the tree, each
+text a string) and files are rewritten through ``_files``, never through a link.
 """
 
 from __future__ import annotations
@@ -18,27 +19,29 @@ import json
 from pathlib import Path
 from typing import Any
 
-from letitloop.tasks import _tree
+from letitloop.tasks import _files, _tree
+from letitloop.tasks._model import TaskStateError
+
+_MAX_PLAN = 1 << 32  # bytes
 
 
-def propose_definitions(name: str, root: Path, states: Path) -> list[dict[str, Any]]:
+def propose_definitions(name: str, root: Path, states: str) -> list[dict[str, Any]]:
     """Turn changed definitions into pending proposals; return them as plain data."""
     from letitloop.kernel._context import current_run
     from letitloop.splice._ops import list_targets, replace, source_of
     from letitloop.splice._proposals import list_proposals, propose_splice
 
-    origin = _tree.load(states / "origin.json") or {}
-    plan_file = states / "review-plan.json"
-    try:
-        plan: dict[str, str] = json.loads(plan_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    origin = _tree.load(root, f"{states}/origin.json") or {}
+    plan_file = f"{states}/review-plan.json"
+    plan = _load_plan(root, plan_file, origin)
+    if plan is None:
         now = _tree.snapshot(root)
         plan = {
             p: now[p][1] or ""
             for p in _tree.changed(origin, now)
             if p.endswith(".py") and p in now and p in origin and now[p][1] is not None
         }
-        plan_file.write_text(json.dumps(plan), encoding="utf-8")
+        _files.replace_file(root, plan_file, json.dumps(plan).encode(), state=True, mode=0o600)
     ctx = current_run.get()
     journal = ctx.journal if ctx is not None else None
     run_id = ctx.run_id if ctx is not None else None
@@ -65,7 +68,7 @@ def propose_definitions(name: str, root: Path, states: Path) -> list[dict[str, A
         for target in changed:
             reverted = replace(reverted, target, source_of(old_text, target)).source
         if changed:
-            file.write_text(reverted, encoding="utf-8")
+            _files.write_file(root, rel, reverted.encode("utf-8"))
         for target in changed:
             prior = done.get((str(file), target))
             if prior is None:
@@ -78,3 +81,27 @@ def propose_definitions(name: str, root: Path, states: Path) -> list[dict[str, A
                 )
             out.append({"id": prior.id, "path": rel, "target": target})
     return out
+
+
+def _load_plan(root: Path, rel: str, origin: _tree.Snapshot) -> dict[str, str] | None:
+    """The saved plan, None if there is none; a plan naming a path outside the tree, or one
+    the task's first snapshot does not hold as text, is ``TaskStateError``."""
+    data = _files.read_file(root, rel, limit=_MAX_PLAN, state=True)
+    if data is None:
+        return None
+    try:
+        plan = json.loads(data)
+    except ValueError:
+        plan = None
+    ok = isinstance(plan, dict) and all(
+        isinstance(v, str) and _files.inside_tree(k) and origin.get(k, ("", None))[1] is not None
+        for k, v in plan.items()
+    )
+    if not ok:
+        raise TaskStateError(
+            f"the review plan {rel} cannot be used: it is not a mapping of the task's Python "
+            "files to their texts",
+            fix="something changed the runner's files under .letitloop/tasks/: `lil runs reset "
+            "lil.task:NAME` starts the task over",
+        )
+    return dict(plan)

@@ -15,8 +15,10 @@ A task run is the durable workflow ``lil.task`` with the run id ``lil.task:NAME`
     sign receipts         command checks with ``receipt = "FILE"`` run once more, signed
 
 Killed anywhere, the same call continues: finished steps replay from the journal (no agent runs
-twice for them) and the attempt in flight runs again, compared with the tree as it was before it
-started (snapshots in ``.letitloop/tasks/NAME/``).
+twice for them) and the attempt in flight runs again, on and compared with the tree as it was
+before it started (snapshots in ``.letitloop/tasks/NAME/``, agreed with the journal by
+``_bases``). Every file the runner writes or restores is reached through ``_files``, never
+through a symbolic link; a link an agent leaves is refused (see ``_links``).
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from letitloop.kernel._cost import record_cost
 from letitloop.kernel._human import suspend
 from letitloop.kernel._policy import Invalid
 from letitloop.kernel._runtime import durable, step
-from letitloop.tasks import _checks, _tree
+from letitloop.tasks import _bases, _checks, _files, _killpoints, _links, _tree
 from letitloop.tasks._agents import run_agent
-from letitloop.tasks._model import TaskError, TaskSpec, load_task
+from letitloop.tasks._model import TaskError, TaskSpec, TaskStateError, load_task
 
 WORKFLOW = "lil.task"
 
@@ -44,11 +46,12 @@ def run_id_of(name: str) -> str:
     return f"{WORKFLOW}:{name}"
 
 
-def state_dir(root: str | Path, name: str) -> Path:
-    """Where a task's snapshots live: per epoch, so a reset run starts from a fresh tree."""
+def state_dir(root: str | Path, name: str) -> str:
+    """Where a task's snapshots live, relative to its root: per epoch, so a reset run starts
+    from a fresh tree. Checked to stay inside the project (``TaskStateError`` if not)."""
     ctx = current_run.get()
     epoch = ctx.epoch if ctx is not None else 0
-    return Path(root) / ".letitloop" / "tasks" / name / f"epoch-{epoch}"
+    return _files.tree_path(f".letitloop/tasks/{name}/epoch-{epoch}", state=True)
 
 
 def run_task(
@@ -85,6 +88,15 @@ def task_run(
     name: str, spec: dict[str, Any], root: str, strict: bool, review: bool
 ) -> dict[str, Any]:
     """The task as a durable run (see the module); its arguments are the task file's content."""
+    try:
+        return _task(name, spec, root, strict, review)
+    except TaskStateError as exc:  # said with this task's run id in the fix
+        fix = (exc.fix or "").replace("lil.task:NAME", run_id_of(name))
+        raise TaskStateError(exc.message, fix=fix, run_id=run_id_of(name)) from None
+
+
+def _task(name: str, spec: dict[str, Any], root: str, strict: bool, review: bool) -> dict[str, Any]:
+    """``task_run``'s body: the agents' turns, review, receipts."""
     task = TaskSpec.from_dict(spec)
     began = step("begin", _begin, name, root)
     critique: str | None = None
@@ -116,6 +128,7 @@ def task_run(
                 f"retry {run_id_of(name)}` gives it {left} more)"
             )
             break
+        _killpoints.reached("turned")
         used += out["attempt"]
         critique = out["critique"] or out["critique_in"] or critique
         if out["status"] == "checked":
@@ -186,9 +199,10 @@ def _accept(out: dict[str, Any]) -> bool:
 
 
 def _begin(name: str, root: str) -> dict[str, Any]:
-    origin = state_dir(root, name) / "origin.json"
-    if _tree.load(origin) is None:  # a retried begin keeps the first snapshot
-        _tree.save(_tree.snapshot(Path(root)), origin)
+    origin = f"{state_dir(root, name)}/origin.json"
+    if _tree.load(Path(root), origin) is None:  # a retried begin keeps the first snapshot
+        _tree.save(Path(root), origin, _tree.snapshot(Path(root)))
+        _killpoints.reached("begin")
     return {"started": time.time()}
 
 
@@ -228,17 +242,21 @@ def _turn(
     task = TaskSpec.from_dict(spec)
     agent = task.agents[index]
     info = current_step()
+    ctx = current_run.get()
+    assert ctx is not None  # a step of task_run
     critique = feedback or critique
     base = Path(root)
     states = state_dir(root, name)
-    base_file = states / f"base-{info.position}.json"
-    before = _tree.load(base_file)
-    if before is None:
-        before = _tree.snapshot(base)
-        _tree.save(before, base_file)
+    begin = _bases.start(base, states, ctx, info)
+    before = begin.before
+    if begin.undone:
+        _say(
+            f"{agent.name}: the interrupted attempt's edits were undone ({len(begin.undone)} "
+            "file(s))" + (f"; could not put back: {', '.join(begin.lost)}" if begin.lost else "")
+        )
     out: dict[str, Any] = {
         "agent": agent.name,
-        "attempt": info.attempt,
+        "attempt": begin.count,
         "critique_in": critique,
         "critique": None,
         "changed": [],
@@ -250,13 +268,14 @@ def _turn(
     remaining = started + task.limits.time - time.time()
     if remaining <= 0:
         return out | {"status": "stopped", "reason": f"time limit of {task.limits.time:g} s"}
-    ctx = current_run.get()
-    spent = (ctx.spent_micros / 1e6) if ctx is not None else 0.0
+    spent = ctx.spent_micros / 1e6
     if task.limits.cost_usd is not None and spent >= task.limits.cost_usd:
         return out | {"status": "stopped", "reason": f"cost limit of ${task.limits.cost_usd:g}"}
     prompt = prompt_for(task, critique, strict)
-    _say(f"{agent.name}: attempt {info.attempt}" + (" (with a critique)" if critique else ""))
+    _say(f"{agent.name}: attempt {begin.count}" + (" (with a critique)" if critique else ""))
+    _killpoints.reached("attempt")
     run = run_agent(agent, prompt, base, min(task.limits.agent_timeout, remaining))
+    _killpoints.reached("agent")
     if run.cost_usd:
         record_cost(run.cost_usd)
     after = _tree.snapshot(base)
@@ -271,32 +290,32 @@ def _turn(
     }
     if run.failure is not None:
         _tree.restore(base, before, changed)  # a failed attempt's half-done edits are undone
-        after = before
         out |= {"status": "failover", "reason": f"{agent.name}: {run.failure}"}
     elif not changed:
         out |= {"status": "failover", "reason": f"{agent.name}: made no change"}
     else:
         checks: list[_checks.CheckResult] = []
-        if strict and outside:
-            lost = _tree.restore(base, before, outside)
+        refused, after = _links.refuse(base, before, after, changed, checks)
+        if strict and (kept := [p for p in outside if p not in refused]):
+            lost = _tree.restore(base, before, kept)
             after = _tree.snapshot(base)
-            detail = (
-                f"edits outside the allowed paths were refused and undone: {', '.join(outside)}"
-            )
+            detail = f"edits outside the allowed paths were refused and undone: {', '.join(kept)}"
             if lost:
-                detail += f" (binary, left as is: {', '.join(lost)})"
+                detail += f" (binary or blocked, left as is: {', '.join(lost)})"
             checks.append(_checks.CheckResult("allowed paths (--strict)", False, detail))
-        origin = _tree.load(states / "origin.json") or before
+        origin = _tree.load(base, f"{states}/origin.json") or before
         since = _tree.changed(origin, after)
         checks += _checks.run_checks(task, base, origin, after, since)
         results = [c.to_dict() for c in checks]
         out |= {"status": "checked", "checks": results, "critique": _checks.critique(results)}
-    _tree.save(after, base_file)  # the next attempt here starts from this tree
+        out["tree"] = _bases.save_after(base, states, info, after)  # the next attempt's base
+        _killpoints.reached("saved")
     failed = [c["name"] for c in out["checks"] if not c["ok"]]
     verdict = out.get("reason") or (
         f"{agent.name}: " + ("failed " + ", ".join(failed) if failed else "checks passed")
     )
     _say(f"{verdict} ({run.duration:.1f} s, {len(changed)} file(s) changed)")
+    _killpoints.reached("returned")
     return out
 
 
@@ -339,9 +358,9 @@ def _sign_receipts(spec: dict[str, Any], root: str) -> list[dict[str, Any]]:
     out = []
     for check in task.checks:
         if check.receipt:
-            path = Path(root) / check.receipt
-            path.parent.mkdir(parents=True, exist_ok=True)
-            signed = run(list(check.run), out=path, protect=task.protect, cwd=root, stream=False)
+            _files.tree_path(check.receipt)  # before the command runs: the path is inside
+            signed = run(list(check.run), protect=task.protect, cwd=root, stream=False)
+            _files.replace_file(Path(root), check.receipt, signed.to_json().encode())
             out.append({"check": check.label, "path": check.receipt, "exit_code": signed.exit_code})
     return out
 
@@ -350,7 +369,7 @@ def _final_checks(name: str, spec: dict[str, Any], root: str) -> dict[str, Any]:
     task = TaskSpec.from_dict(spec)
     base = Path(root)
     now = _tree.snapshot(base)
-    origin = _tree.load(state_dir(root, name) / "origin.json") or now
+    origin = _tree.load(base, f"{state_dir(root, name)}/origin.json") or now
     results = [
         c.to_dict() for c in _checks.run_checks(task, base, origin, now, _tree.changed(origin, now))
     ]

@@ -6,6 +6,14 @@ in ``FAKE_AGENT_LOG`` (agent, call number, argv, prompt, cwd), so a test sees th
 agents, the prompts (and the critique in them) and which calls really ran. Actions:
 
     {"do": "write", "files": {"path": "text"}, "then": "exit" | "hang"}   edit files
+        "critiqued": {"path": "text"}   written instead when the prompt carries a critique (an
+                                        agent whose edit depends on its prompt only, as a real
+                                        one run again on the same tree and prompt)
+        "links": {"path": "target"}     then make each path a symbolic link to target (whatever
+                                        was there, a file or a directory, removed first; not
+                                        when the prompt carries a critique and "critiqued" is set)
+        "fifos": ["path"]               then make each path a FIFO (a file there removed first)
+        "code": 1                       then exit with this status
     {"do": "fail", "code": 3}        exit non-zero
     {"do": "hang"}                   sleep until killed (a timeout, or a test's SIGKILL)
     {"do": "nothing"}                exit 0 without touching anything
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -51,11 +60,26 @@ def main(name: str) -> None:
     if do == "hang":
         time.sleep(3600)
     if do == "write":
-        for path, text in action["files"].items():
+        critiqued = "Critique of the previous attempt" in prompt and "critiqued" in action
+        for path, text in action["critiqued" if critiqued else "files"].items():
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(text)
+        for path, target in ({} if critiqued else action.get("links", {})).items():
+            link = Path(path)
+            if link.is_dir() and not link.is_symlink():
+                shutil.rmtree(link)
+            elif link.exists() or link.is_symlink():
+                link.unlink()
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+        for path in action.get("fifos", []):
+            Path(path).unlink(missing_ok=True)
+            os.mkfifo(path)
         if action.get("then") == "hang":
             time.sleep(3600)
+        if action.get("code"):
+            print(f"{name}: simulated failure after editing", file=sys.stderr)
+            sys.exit(action["code"])
     if name == "claude":
         print(json.dumps({"type": "result", "result": "done", "total_cost_usd": 0.01}))
     else:
