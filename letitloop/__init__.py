@@ -8,10 +8,9 @@ Names are resolved lazily (PEP 562) so ``import letitloop`` stays close to a bar
 from __future__ import annotations
 
 from letitloop._lazy import lazy_exports
+from letitloop._version import __version__ as __version__
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing alone costs several ms
-
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "durable": "letitloop.kernel._runtime",

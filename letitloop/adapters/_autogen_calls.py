@@ -57,7 +57,7 @@ class TeamRun:
             return
         exc = self.trouble[0]
         if isinstance(exc, Suspended) and not self.suspended:
-            from letitloop.kernel._context import current_run
+            from letitloop.kernel import current_run
 
             ctx = current_run.get()
             if ctx is not None and ctx.run_id != exc.run_id:
@@ -108,7 +108,7 @@ class JournaledClient:
         return str(family) if family and family != "unknown" else None
 
     def _cost(self, result: CreateResult) -> None:
-        from letitloop.kernel._cost import record_cost
+        from letitloop.kernel import record_cost
 
         usage = result.usage
         record_cost(
@@ -128,7 +128,7 @@ class JournaledClient:
         if run is None:
             return await self._inner.create(*args, **kwargs)
         run.check()
-        from letitloop.kernel._runtime import async_step
+        from letitloop.kernel import async_step
 
         ran = False
 
@@ -157,7 +157,7 @@ class JournaledClient:
                 yield item
             return
         run.check()
-        from letitloop.kernel._runtime import async_step
+        from letitloop.kernel import async_step
 
         ran = False
 
@@ -207,9 +207,13 @@ async def _tool_step(
     run: TeamRun, name: str, arguments: Mapping[str, Any] | None, body: Callable[[], Any]
 ) -> Any:
     """A tool call as a step of the team's run, its body a child run keyed by that step."""
-    from letitloop.kernel._context import current_run, current_step_var
-    from letitloop.kernel._options import DurableOptions
-    from letitloop.kernel._runtime import _Invocation, _run_async, async_step
+    from letitloop.kernel import (
+        DurableOptions,
+        async_step,
+        current_run,
+        current_step_var,
+        run_child_async,
+    )
 
     parent = current_run.get()
     assert parent is not None  # RUN is only set inside the durable run
@@ -229,8 +233,7 @@ async def _tool_step(
             return out
 
         tool_call.__qualname__ = f"tool:{name}"
-        inv = _Invocation(opts, tool_call, (), {})
-        return await _run_async(inv, parent.run_id)
+        return await run_child_async(opts, tool_call, (), {}, parent.run_id)
 
     return await async_step(f"tool:{name}", call, name, dict(arguments or {}), _kind="child")
 
@@ -348,7 +351,7 @@ def _journal_input(agent: Any) -> None:
         if run is None:
             return await inner(prompt, cancellation_token)  # type: ignore[no-any-return]
         run.check()
-        from letitloop.kernel._runtime import async_step
+        from letitloop.kernel import async_step
 
         try:
             answer = await async_step(  # keyed by the prompt, not by the token object

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from letitloop.errors import LetItLoopError, ReplayedStepError
-from letitloop.kernel._context import current_run
+from letitloop.kernel import current_run
 
 _MARK = "__letitloop_crewai__"
 _USAGE = ("prompt_tokens", "completion_tokens", "total_tokens", "successful_requests")
@@ -107,8 +107,7 @@ def journal_llm(llm: Any, guard: Guard) -> None:
         guard.check()
         if not _in_run():
             return inner(messages, *args, **kwargs)
-        from letitloop.kernel._cost import record_cost
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import record_cost, step
 
         ran = False
 
@@ -168,7 +167,7 @@ def journal_tool(tool: Any, guard: Guard) -> None:
         guard.check()
         if not _in_run():
             return inner(*args, **kwargs)
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import step
 
         try:
             return step(name, inner, *args, **kwargs)
@@ -207,7 +206,7 @@ def journal_task(task: Any, guard: Guard, label: str) -> None:
         guard.check()
         if not _in_run():
             return inner(agent, context, tools)
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import step
 
         produced: list[Any] = []
 
@@ -369,7 +368,7 @@ def _flow_method(
         guard.check()
         if not _in_run():
             return await run_method(*args, **kwargs)
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import step
 
         loop = asyncio.get_running_loop()
         ran = False

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from letitloop.errors import ConfigError, LetItLoopError, ReplayedStepError
-from letitloop.kernel._context import current_run
+from letitloop.kernel import current_run
 
 #: marks what this module has wrapped (a tool, a model, an agent), so wrapping is idempotent
 WRAPPED = "__letitloop_smolagents__"
@@ -188,7 +188,7 @@ def delta_from(data: dict[str, Any]) -> Any:
 
 def _record_usage(usages: list[Any], model_id: Any) -> None:
     """The step's cost: the tokens of the answer (or of all its streamed parts)."""
-    from letitloop.kernel._cost import record_cost
+    from letitloop.kernel import record_cost
 
     usages = [u for u in usages if u]
     if usages:
@@ -210,7 +210,7 @@ def wrap_model(model: Any, capture: Capture) -> None:
 
     @functools.wraps(inner)
     def generate(messages: Any, *args: Any, **kwargs: Any) -> Any:
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import step
 
         if current_run.get() is None and capture.context is None:
             return inner(messages, *args, **kwargs)  # outside a durable run: as it was
@@ -237,7 +237,7 @@ def wrap_model(model: Any, capture: Capture) -> None:
 
         @functools.wraps(streams)
         def generate_stream(messages: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
-            from letitloop.kernel._runtime import step
+            from letitloop.kernel import step
 
             if current_run.get() is None and capture.context is None:
                 yield from streams(messages, *args, **kwargs)
@@ -272,7 +272,7 @@ def wrap_tool(tool: Any, capture: Capture) -> None:
 
     @functools.wraps(inner)
     def forward(*args: Any, **kwargs: Any) -> Any:
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import step
 
         if current_run.get() is None and capture.context is None:
             return inner(*args, **kwargs)
@@ -336,7 +336,7 @@ def wrap_managed_run(agent: Any, capture: Capture) -> None:
 
     @functools.wraps(inner)
     def run(task: str, *args: Any, **kwargs: Any) -> Any:
-        from letitloop.kernel._runtime import step
+        from letitloop.kernel import step
 
         if current_run.get() is None and capture.context is None:
             return inner(task, *args, **kwargs)

@@ -106,7 +106,7 @@ class DurableTeam:
         )
         self._ran = False  # the team ran in this process: rewind it before a replay
         instrument(team_or_agent)
-        from letitloop.kernel._runtime import durable_async
+        from letitloop.kernel import durable_async
 
         for fixed in ("name", "run_id", "goal_id", "reopen", "ignore_args"):
             if fixed in options:
@@ -128,12 +128,12 @@ class DurableTeam:
         self._child = None if journal is not None else (options, conversation)
 
     def _run(self, task: Any, output_task_messages: bool) -> Any:
-        from letitloop.kernel._context import current_run
+        from letitloop.kernel import current_run
 
         parent = current_run.get()
         if parent is None or self._child is None:
             return self._durable(task, output_task_messages)
-        from letitloop.kernel._runtime import durable_async
+        from letitloop.kernel import durable_async
 
         options, conversation = self._child
         durable = durable_async(**options, journal=parent.journal)(conversation)

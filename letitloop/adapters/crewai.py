@@ -66,7 +66,7 @@ class _DurableKickoff:
         self.guard = wrap.Guard()
         label = name or getattr(target, "name", None) or type(target).__name__
         self.workflow = f"crewai:{label}"
-        from letitloop.kernel._runtime import durable
+        from letitloop.kernel import durable
 
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:

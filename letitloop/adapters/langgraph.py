@@ -184,7 +184,7 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
     # -- authentication -----------------------------------------------------------------------
 
     def _mac(self, thread_id: str, typ: str, data: bytes) -> bytes:
-        from letitloop.kernel._runtime import codec_for
+        from letitloop.kernel import codec_for
 
         # not bound to the thread: copy_thread() copies checkpoints as they are
         message = b"\0".join((b"letitloop-langgraph/1", typ.encode(), data))

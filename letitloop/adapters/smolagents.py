@@ -48,7 +48,7 @@ class DurableAgent:
                 f"durable_agent() needs a run_id naming the run, got {run_id!r}",
                 fix='pass run_id="research" (the same id resumes the same run)',
             )
-        from letitloop.kernel._runtime import durable
+        from letitloop.kernel import durable
 
         self.agent = agent
         self.run_id = run_id

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import click
 
-from letitloop import __version__
+from letitloop._version import __version__
 from letitloop.cli._shared import LilGroup, journal_option
 
 __all__ = ["COMMANDS", "lil", "main"]

@@ -12,7 +12,7 @@ from letitloop.cli import _output as out
 from letitloop.cli._shared import HUGE, LilError, journal_option, json_option, open_cli_journal, who
 
 if TYPE_CHECKING:
-    from letitloop.journal._contract import ApprovalInfo
+    from letitloop.journal import ApprovalInfo
 
 STATUSES = ("pending", "approved", "rejected", "cancelled")
 
@@ -207,7 +207,7 @@ def _status(row: ApprovalInfo) -> str:
 def _deadline(row: ApprovalInfo) -> str:
     if row.deadline is None:
         return "none"
-    from letitloop.journal._preview import local_time
+    from letitloop.operate import local_time
 
     left = row.deadline - time.time()
     when = local_time(row.deadline)

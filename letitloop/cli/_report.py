@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from letitloop import operate as fmt
 from letitloop.cli import _output as out
 from letitloop.cli._shared import journal_option, json_option, open_cli_journal
 
@@ -34,7 +35,7 @@ def report_cmd(since: str | None, top: int, as_json: bool) -> None:
         lil report --since 7d --top 5
         lil report --json | jq .by_workflow_model
     """
-    from letitloop.journal import _analytics as an
+    from letitloop import journal as an
 
     summary = an.summary(open_cli_journal(), an.parse_since(since), top=top)
     if as_json:
@@ -48,10 +49,9 @@ def report_cmd(since: str | None, top: int, as_json: bool) -> None:
 
 def render(s: Any) -> list[Any]:
     """The report as rich renderables, top to bottom."""
-    from letitloop.journal import _analytics as an
 
     parts: list[Any] = [
-        out.text(f"letitloop report · {s.location} · {an.scope(s)}", "bold"),
+        out.text(f"letitloop report · {s.location} · {fmt.since_words(s.since)}", "bold"),
     ]
     if not s.attempts and not s.runs:
         parts.append(
@@ -63,29 +63,29 @@ def render(s: Any) -> list[Any]:
             )
         )
         return parts
-    failed = an.pct(s.failed_runs / s.runs) if s.runs else "-"
+    failed = fmt.pct(s.failed_runs / s.runs) if s.runs else "-"
     parts.append(
         out.kv_table(
             [
                 ("runs", f"{s.runs:,} ({s.failed_runs:,} failed, {failed})"),
                 ("step attempts", f"{s.attempts:,} ({s.failed_attempts:,} failed)"),
-                ("cost", f"{an.usd(s.cost_usd)} · {s.tokens:,} tokens"),
-                ("saved by cache", an.usd(s.saved_usd)),
+                ("cost", f"{fmt.dollars(s.cost_usd)} · {s.tokens:,} tokens"),
+                ("saved by cache", fmt.dollars(s.saved_usd)),
             ]
         )
     )
     if s.days:
         daily = out.make_table("per day", s.days[0] + " → " + s.days[-1], "peak", right=["peak"])
         daily.add_row(
-            "cost", out.text(an.sparkline(s.daily_cost), "green"), an.usd(max(s.daily_cost))
+            "cost", out.text(fmt.sparkline(s.daily_cost), "green"), fmt.dollars(max(s.daily_cost))
         )
         daily.add_row(
             "attempts",
-            out.text(an.sparkline(s.daily_attempts), "cyan"),
+            out.text(fmt.sparkline(s.daily_attempts), "cyan"),
             f"{max(s.daily_attempts):,}",
         )
         daily.add_row(
-            "failures", out.text(an.sparkline(s.daily_failed), "red"), f"{max(s.daily_failed):,}"
+            "failures", out.text(fmt.sparkline(s.daily_failed), "red"), f"{max(s.daily_failed):,}"
         )
         parts.append(daily)
     money = ["calls", "cost", "tokens in", "tokens out"]
@@ -97,7 +97,7 @@ def render(s: Any) -> list[Any]:
             out.text(r["workflow"]),
             out.text(r["model"] or "-"),
             f"{r['calls']:,}",
-            an.usd(r["cost_usd"]),
+            fmt.dollars(r["cost_usd"]),
             f"{r['tokens_in'] or 0:,}",
             f"{r['tokens_out'] or 0:,}",
         )
@@ -108,9 +108,9 @@ def render(s: Any) -> list[Any]:
         slow.add_row(
             out.text(r["name"]),
             f"{r['attempts']:,}",
-            an.secs(r["p50_s"]),
-            an.secs(r["p95_s"]),
-            an.secs(r["max_s"]),
+            fmt.duration(r["p50_s"]),
+            fmt.duration(r["p95_s"]),
+            fmt.duration(r["max_s"]),
         )
     parts.append(slow)
     rates = ["attempts", "failed", "retries", "failure rate", "retry rate"]
@@ -121,8 +121,8 @@ def render(s: Any) -> list[Any]:
             f"{r['attempts']:,}",
             f"{r['failed']:,}",
             f"{r['retries']:,}",
-            out.text(an.pct(r["failure_rate"]), "red"),
-            an.pct(r["retry_rate"]),
+            out.text(fmt.pct(r["failure_rate"]), "red"),
+            fmt.pct(r["retry_rate"]),
         )
     parts.append(fails if s.failures else out.text("no step failed", "green"))
     runs = ["runs", "failed", "failure rate", "cost", "saved"]
@@ -132,9 +132,9 @@ def render(s: Any) -> list[Any]:
             out.text(r["workflow"]),
             f"{r['runs']:,}",
             f"{r['failed']:,}",
-            an.pct(r["failure_rate"]),
-            an.usd(r["cost_usd"]),
-            an.usd(r["saved_usd"]),
+            fmt.pct(r["failure_rate"]),
+            fmt.dollars(r["cost_usd"]),
+            fmt.dollars(r["saved_usd"]),
         )
     parts.append(wf)
     return parts

@@ -21,7 +21,7 @@ from letitloop.cli._shared import journal_option, journal_spec, json_option, ope
 
 def _use_journal() -> None:
     """The runner's durable run finds its journal the way every lil command does."""
-    from letitloop.journal._config import find_location
+    from letitloop.journal import find_location
 
     os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))
 
@@ -182,7 +182,7 @@ def show_cmd(name: str, with_diff: bool, as_json: bool) -> None:
 def resume_cmd(name: str, as_json: bool) -> None:
     """Continue a task run that waits for review or was interrupted, with its journaled task."""
     from letitloop.errors import Suspended
-    from letitloop.kernel._resume import resume_run
+    from letitloop.kernel import resume_run
     from letitloop.tasks._report import find_task_run
 
     _use_journal()

@@ -310,8 +310,8 @@ def resume_cmd(run: str, as_json: bool) -> None:
         lil runs resume pipeline.main:customer-42
     """
     from letitloop.errors import Suspended
-    from letitloop.journal._config import find_location
-    from letitloop.kernel._resume import resume_run
+    from letitloop.journal import find_location
+    from letitloop.kernel import resume_run
 
     journal = open_cli_journal()
     run_id = journal.find_run(run)
@@ -388,7 +388,7 @@ def fork_cmd(
     Example:
         lil runs fork pipeline.main:customer-42 --from summarize --args '["customer-7"]' --run
     """
-    from letitloop.kernel._fork import fork_run
+    from letitloop.kernel import fork_run
 
     journal = open_cli_journal()
     args, kwargs = _fork_arguments(args_json)
@@ -440,8 +440,8 @@ def _fork_arguments(text: str | None) -> tuple[Any, Any]:
 def _run_fork_now(journal: Any, fork_id: str, as_json: bool) -> Any:
     """Run a fork in this process as ``lil runs resume`` would (exit 3 if it suspends)."""
     from letitloop.errors import Suspended
-    from letitloop.journal._config import find_location
-    from letitloop.kernel._resume import resume_run
+    from letitloop.journal import find_location
+    from letitloop.kernel import resume_run
 
     os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default
     try:

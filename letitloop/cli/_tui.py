@@ -20,7 +20,7 @@ def tui() -> None:
     Example:
         lil tui --journal .letitloop/journal.duckdb
     """
-    from letitloop.journal._config import find_location
-    from letitloop.tui._app import LilApp
+    from letitloop.tui import main
 
-    LilApp(find_location(journal_spec())).run()  # a DuckDB file or a postgresql:// URL
+    spec = journal_spec()
+    main(["--journal", str(spec)] if spec is not None else [])

@@ -71,8 +71,7 @@ def watch_cmd(
         lil watch pipeline.py --date 2026-11-29
         lil watch --max-restarts 3 -m mypkg.worker
     """
-    from letitloop.kernel._restarts import RestartPolicy
-    from letitloop.kernel._watch import watch
+    from letitloop.kernel import RestartPolicy, watch
 
     if module is None and not argv:
         raise click.UsageError("give a script to run (lil watch script.py ...) or -m MODULE")

@@ -17,7 +17,9 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
                 items (item_key, MapItems, map_items), shared limits (check_name, check_rate,
                 check_tokens), approvals (approval_id, approval_request, parse_timeout,
                 check_on_timeout, check_payload, payload_json, match_approval), the outbox
-                (classify), MemoryJournal, copy_journal and CopyOptions
+                (classify), MemoryJournal, copy_journal and CopyOptions, the analytics report
+                (Summary, summary, Recipe, recipe, RECIPES, select, Table, parse_since,
+                export_parquet)
 """
 
 from __future__ import annotations
@@ -103,10 +105,36 @@ _EXPORTS = {
     "MemoryJournal": "letitloop.journal._memory",
     "copy_journal": "letitloop.journal._copy",
     "CopyOptions": "letitloop.journal._copy",
+    "history_groups": "letitloop.journal._copy",
+    **dict.fromkeys(
+        (
+            "Summary",
+            "summary",
+            "Recipe",
+            "recipe",
+            "RECIPES",
+            "select",
+            "Table",
+            "parse_since",
+            "export_parquet",
+        ),
+        "letitloop.journal._analytics",
+    ),
 }
 __all__ = sorted([*_EXPORTS, "open_journal"])
 
 if TYPE_CHECKING:
+    from letitloop.journal._analytics import (
+        RECIPES as RECIPES,
+        Recipe as Recipe,
+        Summary as Summary,
+        Table as Table,
+        export_parquet as export_parquet,
+        parse_since as parse_since,
+        recipe as recipe,
+        select as select,
+        summary as summary,
+    )
     from letitloop.journal._approvals import (
         approval_id as approval_id,
         approval_request as approval_request,
@@ -152,6 +180,7 @@ if TYPE_CHECKING:
     from letitloop.journal._copy import (
         CopyOptions as CopyOptions,
         copy_journal as copy_journal,
+        history_groups as history_groups,
     )
     from letitloop.journal._fork import (
         ForkOrigin as ForkOrigin,

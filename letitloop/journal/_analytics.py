@@ -361,17 +361,6 @@ def _daily(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[float], list
     )
 
 
-BARS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: Sequence[float]) -> str:
-    """``▁▃█▅``: each value as a block of its height relative to the largest."""
-    top = max(values, default=0)
-    if top <= 0:
-        return BARS[0] * len(values)
-    return "".join(BARS[min(len(BARS) - 1, int(v / top * (len(BARS) - 1) + 0.5))] for v in values)
-
-
 def parse_since(text: str | None, now: float | None = None) -> float | None:
     """``--since``: a duration back from now (``30m``, ``12h``, ``7d``, ``2w``) or an ISO date
     or time (``2026-11-01``, ``2026-11-01T08:00``; local time unless it names a zone)."""
@@ -465,35 +454,3 @@ def _pages(
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-# -- how the front ends write numbers (the same in the terminal, the notebook and the TUI) -----
-
-
-def usd(value: float | None) -> str:
-    """``$12.35``, ``$0.0042``: cents for sums worth them, four places for small ones."""
-    if value is None:
-        return "-"
-    return f"${value:,.2f}" if abs(value) >= 1 or value == 0 else f"${value:.4f}"
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def secs(value: float | None) -> str:
-    """``0.42 s``, ``12.3 s``, ``4.5 min``."""
-    if value is None:
-        return "-"
-    if value >= 120:
-        return f"{value / 60:.1f} min"
-    return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
-
-
-def scope(summary: Summary) -> str:
-    """What the report covers, in words: ``all time`` or ``since 2026-11-05 08:00``."""
-    from datetime import datetime
-
-    if summary.since is None:
-        return "all time"
-    return "since " + datetime.fromtimestamp(summary.since).strftime("%Y-%m-%d %H:%M")

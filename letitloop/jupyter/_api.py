@@ -248,7 +248,6 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
     does), with a badge status: replayed | running | waiting | failed |
     completed | suspended | cancelled, or null when the cell never ran."""
     from letitloop.errors import JournalError
-    from letitloop.operate._cells import badge, claim  # the key the magic itself takes
 
     root = ctx.root_dir.resolve()
     path = (root / notebook).resolve()
@@ -258,7 +257,7 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
     for name, key in cells[:200]:
         if not CELL_NAME.match(name) or (key is not None and len(key) > 200):
             raise BadRequest(f"not a %%durable cell name: {name[:40]!r}", fix="NAME like ingest")
-        run_id = f"cell.{name}:{key or claim(ctx.journal, f'cell.{name}', str(path)).key}"
+        run_id = f"cell.{name}:{key or operate.claim(ctx.journal, f'cell.{name}', str(path)).key}"
         try:
             info = ctx.journal.get_run(run_id).run
         except JournalError:
@@ -266,5 +265,5 @@ def cell_runs(ctx: Context, notebook: str, cells: list[tuple[str, str | None]]) 
             continue
         pending = ctx.journal.approvals(status="pending", run_id=run_id, limit=1)
         events = ctx.journal.events(run_id=run_id, limit=HUGE)
-        found[name] = {"run_id": run_id, "status": badge(info, events, bool(pending))}
+        found[name] = {"run_id": run_id, "status": operate.badge(info, events, bool(pending))}
     return {"cells": found}

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from jupyter_events import EventLogger
     from tornado.ioloop import IOLoop
 
-    from letitloop.journal._contract import EventInfo, Subscription
+    from letitloop.journal import EventInfo, Subscription
 
 SCHEMA_ID = "https://letitloop.dev/events/journal"
 SCHEMA_FILE = Path(__file__).with_name("events.yaml")

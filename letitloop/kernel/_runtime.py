@@ -279,6 +279,14 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
         _quietly(inv.journal.release_run, inv.run_id)
 
 
+async def run_child_async(
+    opts: DurableOptions, fn: Callable[..., Any], args: Any, kwargs: Any, parent: str
+) -> Any:
+    """Run ``fn`` as a child run of run ``parent`` with ``opts`` (an integration's nested unit of
+    work that must replay on its own, e.g. a tool call inside an agent team's step)."""
+    return await _run_async(_Invocation(opts, fn, tuple(args), dict(kwargs)), parent)
+
+
 async def _run_async(inv: _Invocation, parent: str | None) -> Any:
     import asyncio
 

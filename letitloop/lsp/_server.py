@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from letitloop import __version__
+from letitloop._version import __version__
 from letitloop.journal._config import who
 from letitloop.lsp import _actions, _journal_view
 from letitloop.lsp._analysis import (

@@ -15,10 +15,10 @@ import os
 import types
 from typing import Any
 
-import letitloop
+import letitloop.errors
 from letitloop.errors import DeadLetteredError, JournalError
 
-_OURS = os.path.dirname(os.path.abspath(letitloop.__file__)) + os.sep
+_OURS = os.path.dirname(os.path.abspath(letitloop.errors.__file__)) + os.sep
 _MAX_CHAIN = 16  # causes and contexts followed
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from letitloop.journal import _analytics as an
+from letitloop import journal as an, operate as fmt
 from letitloop.kernel._runtime import resolve_journal
 
 BLUE, RED, GREEN, GREY = "#0969da", "#cf222e", "#1a7f37", "#d0d7de"
@@ -36,16 +36,18 @@ class Report:
 
     def text(self) -> str:
         s = self.summary
-        lines = [f"letitloop report · {s.location} · {an.scope(s)}"]
+        lines = [f"letitloop report · {s.location} · {fmt.since_words(s.since)}"]
         lines.append(
             f"{s.runs} runs ({s.failed_runs} failed), {s.attempts} step attempts "
-            f"({s.failed_attempts} failed), cost {an.usd(s.cost_usd)}, "
-            f"saved by cache {an.usd(s.saved_usd)}"
+            f"({s.failed_attempts} failed), cost {fmt.dollars(s.cost_usd)}, "
+            f"saved by cache {fmt.dollars(s.saved_usd)}"
         )
         if s.days:
-            lines.append(f"cost per day {s.days[0]} → {s.days[-1]}: {an.sparkline(s.daily_cost)}")
+            lines.append(f"cost per day {s.days[0]} → {s.days[-1]}: {fmt.sparkline(s.daily_cost)}")
         for r in s.slowest[:5]:
-            lines.append(f"  {r['name']}: p50 {an.secs(r['p50_s'])}, p95 {an.secs(r['p95_s'])}")
+            lines.append(
+                f"  {r['name']}: p50 {fmt.duration(r['p50_s'])}, p95 {fmt.duration(r['p95_s'])}"
+            )
         return "\n".join(lines)
 
 
@@ -63,15 +65,15 @@ def report_html(s: an.Summary) -> str:
     head = (
         f"<div class='lil-report' style='font-family:system-ui,sans-serif'>"
         f"<h3 style='margin:4px 0'>letitloop report</h3>"
-        f"<div style='color:#57606a'>{e(s.location)} · {e(an.scope(s))}</div>"
+        f"<div style='color:#57606a'>{e(s.location)} · {e(fmt.since_words(s.since))}</div>"
     )
     if not s.runs and not s.attempts:
         return head + "<p>No runs in this journal (or in this time) yet.</p></div>"
     tiles = [
         ("runs", f"{s.runs:,}", f"{s.failed_runs:,} failed"),
         ("step attempts", f"{s.attempts:,}", f"{s.failed_attempts:,} failed"),
-        ("cost", an.usd(s.cost_usd), f"{s.tokens:,} tokens"),
-        ("saved by cache", an.usd(s.saved_usd), ""),
+        ("cost", fmt.dollars(s.cost_usd), f"{s.tokens:,} tokens"),
+        ("saved by cache", fmt.dollars(s.saved_usd), ""),
     ]
     body = (
         "<div style='display:flex;gap:24px;margin:8px 0'>"
@@ -84,7 +86,9 @@ def report_html(s: an.Summary) -> str:
     )
     charts: list[str] = []
     if s.days:
-        charts.append(_section("Cost per day", _columns(s.days, s.daily_cost, None, BLUE, an.usd)))
+        charts.append(
+            _section("Cost per day", _columns(s.days, s.daily_cost, None, BLUE, fmt.dollars))
+        )
         charts.append(
             _section(
                 "Step attempts per day (failed in red)",
@@ -97,15 +101,17 @@ def report_html(s: an.Summary) -> str:
             (f"{r['workflow']} · {r['model'] or '-'}", float(r["cost_usd"] or 0), None)
             for r in s.by_workflow_model
         ]
-        charts.append(_section("Cost per workflow and model", _bars(rows, BLUE, an.usd)))
+        charts.append(_section("Cost per workflow and model", _bars(rows, BLUE, fmt.dollars)))
     if s.slowest:
         rows = [(r["name"], float(r["p95_s"] or 0), float(r["p50_s"] or 0)) for r in s.slowest]
         charts.append(
-            _section("Slowest steps: p95 (light) and p50 (dark)", _bars(rows, LIGHT_BLUE, an.secs))
+            _section(
+                "Slowest steps: p95 (light) and p50 (dark)", _bars(rows, LIGHT_BLUE, fmt.duration)
+            )
         )
     if s.failures:
         rows = [(r["name"], float(r["failure_rate"]), None) for r in s.failures]
-        charts.append(_section("Failure rate per step name", _bars(rows, RED, an.pct)))
+        charts.append(_section("Failure rate per step name", _bars(rows, RED, fmt.pct)))
     return head + body + "".join(charts) + "</div>"
 
 

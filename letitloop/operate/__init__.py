@@ -10,13 +10,15 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
                 actions_for, attempt_seconds, latest_attempts, ACTIONS, STATUSES
     one run     RunView, run_view, view_of, result_preview
     effects     Doubt, in_doubt, doubts, doubts_of
+    cells       which run a %%durable cell continues: notebook_identity, path_key, claim,
+                remembered_claim, owner_of, Claim, and its badge
     actions     Outcome, decide_approval, resolve_effect, retry_dead_letter, raise_budget,
                 cancel_run, reset_run, fork, check_resumable, start_resume, Resume,
                 resume_command, apply_splice, reject_splice
     JSON        run_json, attempt_json, step_json, error_json, view_json, doubt_json,
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
-    formatting  ago, local_time, short_time, duration, money, tokens, size, one_line,
-                error_line, truncate, human_times
+    formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
+                one_line, error_line, truncate, human_times, sparkline, since_words
 """
 
 from __future__ import annotations
@@ -79,6 +81,18 @@ _EXPORTS = {
     ),
     **dict.fromkeys(
         (
+            "Claim",
+            "claim",
+            "remembered_claim",
+            "notebook_identity",
+            "path_key",
+            "owner_of",
+            "badge",
+        ),
+        "letitloop.operate._cells",
+    ),
+    **dict.fromkeys(
+        (
             "approval_json",
             "proposal_json",
             "proposal_diff",
@@ -104,6 +118,10 @@ _EXPORTS = {
             "error_line",
             "truncate",
             "human_times",
+            "dollars",
+            "pct",
+            "sparkline",
+            "since_words",
         ),
         _FORMAT,
     ),
@@ -127,6 +145,15 @@ if TYPE_CHECKING:
         retry_dead_letter as retry_dead_letter,
         start_resume as start_resume,
     )
+    from letitloop.operate._cells import (
+        Claim as Claim,
+        badge as badge,
+        claim as claim,
+        notebook_identity as notebook_identity,
+        owner_of as owner_of,
+        path_key as path_key,
+        remembered_claim as remembered_claim,
+    )
     from letitloop.operate._effects import (
         Doubt as Doubt,
         doubt_json as doubt_json,
@@ -136,14 +163,18 @@ if TYPE_CHECKING:
     )
     from letitloop.operate._format import (
         ago as ago,
+        dollars as dollars,
         duration as duration,
         error_line as error_line,
         human_times as human_times,
         local_time as local_time,
         money as money,
         one_line as one_line,
+        pct as pct,
         short_time as short_time,
+        since_words as since_words,
         size as size,
+        sparkline as sparkline,
         tokens as tokens,
         truncate as truncate,
     )

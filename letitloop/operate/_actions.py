@@ -129,7 +129,7 @@ def raise_budget(
     tokens: int | None = None,
 ) -> Outcome:
     """Set or raise a run's budget; a run suspended by its budget continues when resumed."""
-    from letitloop.kernel._policy import budget_tokens, usd_micros
+    from letitloop.kernel import budget_tokens, usd_micros
 
     if usd is None and tokens is None:
         raise ConfigError("a budget needs dollars, tokens or both", fix="e.g. usd=2.5")
@@ -178,7 +178,7 @@ def fork(
 ) -> Outcome:
     """A new run that reuses every journaled step of ``run`` before ``from_step`` (a position or
     a step name) and runs from there when it is resumed; the source is never written to."""
-    from letitloop.kernel._fork import fork_run
+    from letitloop.kernel import fork_run
 
     forked = fork_run(run, from_step, journal=journal, by=by, key=key, args=args, kwargs=kwargs)
     source, position = forked.origin.run_id, forked.origin.position
@@ -220,7 +220,7 @@ class Resume:
 def check_resumable(journal: Journal, run: str) -> str:
     """The run's id if it can be resumed now, else the error that says why (the same rule the
     in-process ``lil runs resume`` applies, plus: a completed run has nothing to resume)."""
-    from letitloop.kernel._resume import resume_refusal
+    from letitloop.kernel import resume_refusal
 
     detail = _run(journal, run)
     run_id = detail.run.run_id

@@ -8,6 +8,7 @@ Pure functions of their arguments (``now`` may be given), importing nothing heav
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 # (seconds in the unit, its suffix), largest first: "3d ago", "5h ago", "2m ago", "42s ago"
@@ -70,11 +71,42 @@ def duration(seconds: float | None) -> str:
 
 
 def money(micros: int | None) -> str:
-    """Millionths of a dollar as money: ``$0`` for nothing, four places from $0.0001
-    (``$0.0042``, ``$12.3500``), six below it (``$0.000042``)."""
+    """Millionths of a dollar as money: ``$0`` for nothing, cents from a dollar (``$12.35``,
+    ``$1,234.50``), four places below it (``$0.0042``), six below $0.0001 (``$0.000042``)."""
     if not micros:
         return "$0"
+    if abs(micros) >= 1_000_000:
+        return f"${micros / 1e6:,.2f}"
     return f"${micros / 1e6:.4f}" if abs(micros) >= 100 else f"${micros / 1e6:.6f}"
+
+
+def dollars(value: float | None) -> str:
+    """An amount in dollars (a report's sum) written as ``money`` writes it; ``-`` for none."""
+    return "-" if value is None else money(round(value * 1_000_000))
+
+
+def pct(value: float | None) -> str:
+    """A ratio as a percentage: ``12.5%``; ``-`` for none."""
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """``▁▃█▅``: each value as a block of its height relative to the largest."""
+    top = max(values, default=0)
+    if top <= 0:
+        return BARS[0] * len(values)
+    return "".join(BARS[min(len(BARS) - 1, int(v / top * (len(BARS) - 1) + 0.5))] for v in values)
+
+
+def since_words(since: float | None) -> str:
+    """What a report covers, in words: ``all time`` or ``since 2026-11-05 08:00``."""
+    if not _is_time(since):
+        return "all time"
+    assert since is not None
+    return "since " + time.strftime("%Y-%m-%d %H:%M", time.localtime(since))
 
 
 def tokens(count: int | None) -> str:

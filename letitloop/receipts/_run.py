@@ -130,7 +130,7 @@ def child_env(base: Mapping[str, str], junit_file: str | None) -> dict[str, str]
 
 def environment() -> dict[str, Any]:
     """The interpreter and platform the receipt was made on."""
-    from letitloop import __version__
+    from letitloop._version import __version__
 
     return {
         "python": {

@@ -38,7 +38,7 @@ def _journal(journal: Journal | None) -> Journal:
     """The journal given, else the running durable function's, else the project's."""
     if journal is not None:
         return journal
-    from letitloop.kernel._context import current_run
+    from letitloop.kernel import current_run
 
     ctx = current_run.get()
     if ctx is not None:
@@ -71,7 +71,7 @@ def propose_splice(
     text, _ = read_source(file)
     replace(text, target, new_code)  # the same checks an apply makes: fail now, not later
     if run is None:
-        from letitloop.kernel._context import current_run
+        from letitloop.kernel import current_run
 
         ctx = current_run.get()
         run = ctx.run_id if ctx is not None else None

@@ -32,7 +32,7 @@ STEP_OWN_KEYWORDS = frozenset({"_kind", "retry", "timeout", "validate", "max_val
 
 def _step_keywords() -> frozenset[str]:
     try:
-        from letitloop.kernel._policy import STEP_KEYWORDS
+        from letitloop.kernel import STEP_KEYWORDS
     except ImportError:  # pragma: no cover - older kernels take no step policies
         return STEP_OWN_KEYWORDS
     return STEP_OWN_KEYWORDS | frozenset(STEP_KEYWORDS)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from letitloop.journal import AttemptInfo
-from letitloop.kernel._context import RunContext, StepInfo
+from letitloop.kernel import RunContext, StepInfo
 from letitloop.tasks import _tree
 from letitloop.tasks._model import TaskStateError
 from letitloop.tasks._tree import Snapshot

@@ -27,7 +27,7 @@ _MAX_PLAN = 1 << 32  # bytes
 
 def propose_definitions(name: str, root: Path, states: str) -> list[dict[str, Any]]:
     """Turn changed definitions into pending proposals; return them as plain data."""
-    from letitloop.kernel._context import current_run
+    from letitloop.kernel import current_run
     from letitloop.splice._ops import list_targets, replace, source_of
     from letitloop.splice._proposals import list_proposals, propose_splice
 

@@ -30,11 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from letitloop.errors import DeadLetteredError
-from letitloop.kernel._context import current_run, current_step
-from letitloop.kernel._cost import record_cost
-from letitloop.kernel._human import suspend
-from letitloop.kernel._policy import Invalid
-from letitloop.kernel._runtime import durable, step
+from letitloop.kernel import Invalid, current_run, current_step, durable, record_cost, step, suspend
 from letitloop.tasks import _bases, _checks, _files, _killpoints, _links, _tree
 from letitloop.tasks._agents import run_agent
 from letitloop.tasks._model import TaskError, TaskSpec, TaskStateError, load_task
@@ -69,7 +65,7 @@ def run_task(
     """
     root = str(Path(root).resolve())
     if supervise:
-        from letitloop.kernel._supervise import supervise as supervised
+        from letitloop.kernel import supervise as supervised
 
         call = supervised(max_restarts=5, backoff=0.5, max_backoff=5.0)(start_task)
         result: dict[str, Any] = call(root, name, strict, review)

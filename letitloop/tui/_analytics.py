@@ -16,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Label, Sparkline, Static
 
-from letitloop.journal import _analytics as an
+from letitloop import journal as an, operate as ops
 from letitloop.tui._model import JournalChanged
 from letitloop.tui._widgets import JournalScreen
 
@@ -96,20 +96,20 @@ class AnalyticsScreen(JournalScreen):
         if not s.runs and not s.attempts:
             totals.update(f"No runs in {window}. Press t for another time span.")
         else:
-            failed = an.pct(s.failed_runs / s.runs) if s.runs else "-"
+            failed = ops.pct(s.failed_runs / s.runs) if s.runs else "-"
             totals.update(
                 Text.assemble(
                     (f"{s.runs:,} runs", "bold"),
                     f" ({s.failed_runs:,} failed, {failed}) · ",
                     (f"{s.attempts:,} step attempts", "bold"),
                     f" ({s.failed_attempts:,} failed) · cost ",
-                    (an.usd(s.cost_usd), "bold green"),
-                    f" · {s.tokens:,} tokens · saved by cache {an.usd(s.saved_usd)}",
+                    (ops.dollars(s.cost_usd), "bold green"),
+                    f" · {s.tokens:,} tokens · saved by cache {ops.dollars(s.saved_usd)}",
                 )
             )
         span = f" {s.days[0]} → {s.days[-1]}" if s.days else ""
         for key, values, fmt in (
-            ("cost", s.daily_cost, an.usd),
+            ("cost", s.daily_cost, ops.dollars),
             ("attempts", s.daily_attempts, lambda v: f"{v:,.0f}"),
             ("failed", s.daily_failed, lambda v: f"{v:,.0f}"),
         ):
@@ -121,14 +121,19 @@ class AnalyticsScreen(JournalScreen):
         _fill(
             self.query_one("#an-by-model", DataTable),
             [
-                (r["workflow"], r["model"] or "-", f"{r['calls']:,}", an.usd(r["cost_usd"]))
+                (r["workflow"], r["model"] or "-", f"{r['calls']:,}", ops.dollars(r["cost_usd"]))
                 for r in s.by_workflow_model
             ],
         )
         _fill(
             self.query_one("#an-slowest", DataTable),
             [
-                (r["name"], f"{r['attempts']:,}", an.secs(r["p50_s"]), an.secs(r["p95_s"]))
+                (
+                    r["name"],
+                    f"{r['attempts']:,}",
+                    ops.duration(r["p50_s"]),
+                    ops.duration(r["p95_s"]),
+                )
                 for r in s.slowest
             ],
         )
@@ -140,7 +145,7 @@ class AnalyticsScreen(JournalScreen):
                     f"{r['attempts']:,}",
                     f"{r['failed']:,}",
                     f"{r['retries']:,}",
-                    Text(an.pct(r["failure_rate"]), "red"),
+                    Text(ops.pct(r["failure_rate"]), "red"),
                 )
                 for r in s.failures
             ],

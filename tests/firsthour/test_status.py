@@ -91,7 +91,7 @@ def test_lil_runs_show_gives_the_run_time_and_the_budget(journal_path: Any) -> N
     result = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "show", "b1"])
     assert result.exit_code == 0, result.output
     assert "ran for" in result.stdout
-    assert "$2.5000, 900 tokens" in result.stdout  # one money format on every surface
+    assert "$2.50, 900 tokens" in result.stdout  # one money format on every surface
 
 
 def test_per_attempt_costs_add_up_to_the_run_total(any_journal: Any) -> None:

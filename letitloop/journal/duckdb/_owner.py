@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
-from letitloop import __version__ as VERSION
+from letitloop._version import __version__ as VERSION
 from letitloop.errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
 from letitloop.journal._config import JournalPaths, env_float
 from letitloop.journal._records import Record, budget_record, without_payload

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from letitloop import __version__ as VERSION
+from letitloop._version import __version__ as VERSION
 from letitloop.errors import JournalError
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from typing import Any
 
 import msgpack
 
-from letitloop import __version__ as VERSION
+from letitloop._version import __version__ as VERSION
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _wire
 
