@@ -57,6 +57,11 @@ def api_pages() -> dict[str, str]:
             "process, or PostgreSQL) and read it. The durable runtime and every front end use "
             "this face only.",
         ),
+        "reference/tracing.md": _module_page(
+            "letitloop.tracing",
+            "Tracing",
+            "Trace runs and steps with OpenTelemetry; the guide is [Tracing](../tracing.md).",
+        ),
         "reference/adapters.md": _adapters(),
     }
 
