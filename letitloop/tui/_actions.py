@@ -63,6 +63,42 @@ def resolve_effect(
 # -- runs ---------------------------------------------------------------------------------------
 
 
+RUN_ACTIONS = ("resume", "retry", "budget", "cancel", "reset")
+
+
+def run_actions(
+    status: str, *, dead_letter: bool = False, parent: str | None = None, workflow: str = ""
+) -> tuple[str, ...]:
+    """The actions that apply to a run in ``status``: the one rule every surface offers its
+    buttons and keys by (the lab gets it from the server as a run's ``actions``). Resume needs a
+    run that stopped short (a completed run has its result; a running one is being executed; a
+    cancelled one is reset first; a child run continues with its parent; LangGraph resumes its
+    own threads); retry, a dead letter; budget, a run not completed; cancel, a run neither
+    completed nor cancelled; reset, any run nobody executes right now (a completed one starts
+    over: the journal itself suggests it for a completed run one tried to cancel)."""
+    stopped = status in ("suspended", "failed", "interrupted", "reset")
+    graph = workflow.startswith("langgraph:")
+    return tuple(
+        action
+        for action, applies in (
+            ("resume", stopped and parent is None and not graph),
+            ("retry", dead_letter and status != "completed"),
+            ("budget", status != "completed"),
+            ("cancel", status not in ("completed", "cancelled")),
+            ("reset", status not in ("running", "reset") and not graph),
+        )
+        if applies
+    )
+
+
+def why_not(action: str, run_id: str, status: str) -> str:
+    """The sentence a surface shows when ``action`` does not apply to a run in ``status``."""
+    if action == "retry":
+        return f"{run_id} has no dead-lettered step to retry"
+    nothing = {"resume": "resume", "budget": "budget", "cancel": "cancel", "reset": "reset"}
+    return f"{run_id} is {status}: nothing to {nothing.get(action, action)}"
+
+
 def retry_dead_letter(journal: OwnerJournal, run_id: str, by: str) -> str:
     journal.rearm_step(run_id, by)
     return f"re-armed the dead-lettered step of {run_id}: resume the run to try it again"
