@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test docs install system-deps lint typecheck pytest bench bench-postgres bench-peers clean labextension vscode adapters
+.PHONY: demo jupyter-dev test docs install system-deps lint typecheck pytest bench bench-postgres bench-peers clean labextension vscode adapters
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -21,8 +21,18 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-demo: install
+demo: install jupyter-dev
 	$(BIN)/lil demo
+
+# An editable install skips pyproject's data-files: put into the venv what a wheel installs for
+# Jupyter, the prebuilt lab extension (a link to the checkout's, as `jupyter labextension
+# develop` makes) and the server extension's switch, so `jupyter lab` shows the letitloop sidebar.
+LAB_LINK := $(VENV)/share/jupyter/labextensions/letitloop
+SERVER_SWITCH := $(VENV)/etc/jupyter/jupyter_server_config.d/letitloop.json
+jupyter-dev: install
+	mkdir -p $(dir $(LAB_LINK)) $(dir $(SERVER_SWITCH))
+	rm -rf $(LAB_LINK) && ln -s $(CURDIR)/letitloop/jupyter/labextension $(LAB_LINK)
+	cp letitloop/jupyter/server-config/letitloop.json $(SERVER_SWITCH)
 
 system-deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
