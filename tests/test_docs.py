@@ -24,16 +24,18 @@ DOCS = [
     *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_hooks" not in p.parts),
     *sorted((ROOT / "examples").glob("*/README.md")),
 ]
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)  # its info string, its text
 
 
-def _blocks(*langs: str) -> list[tuple[str, str, str]]:
-    """(id, language, text) of every fenced block in one of ``langs``."""
+def _blocks(*infos: str) -> list[tuple[str, str, str]]:
+    """(id, info string, text) of every fenced block whose info string is one of ``infos``
+    (```` ```python smolagents ```` is not ```` ```python ````: the adapter tests run those in
+    their framework's environment)."""
     return [
-        (f"{path.relative_to(ROOT)}:{n}", match.group(1), match.group(2))
+        (f"{path.relative_to(ROOT)}:{n}", match.group(1).strip(), match.group(2))
         for path in DOCS
         for n, match in enumerate(FENCE.finditer(path.read_text()))
-        if match.group(1) in langs
+        if match.group(1).strip() in infos
     ]
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from letitloop.journal._config import who as who  # who decides, as journaled: user@host
 
 if TYPE_CHECKING:
+    from letitloop.journal import Journal
     from letitloop.journal.duckdb._client import OwnerJournal
 
 
@@ -66,29 +67,13 @@ def resolve_effect(
 RUN_ACTIONS = ("resume", "retry", "budget", "cancel", "reset")
 
 
-def run_actions(
-    status: str, *, dead_letter: bool = False, parent: str | None = None, workflow: str = ""
-) -> tuple[str, ...]:
-    """The actions that apply to a run in ``status``: the one rule every surface offers its
-    buttons and keys by (the lab gets it from the server as a run's ``actions``). Resume needs a
-    run that stopped short (a completed run has its result; a running one is being executed; a
-    cancelled one is reset first; a child run continues with its parent; LangGraph resumes its
-    own threads); retry, a dead letter; budget, a run not completed; cancel, a run neither
-    completed nor cancelled; reset, any run nobody executes right now (a completed one starts
-    over: the journal itself suggests it for a completed run one tried to cancel)."""
-    stopped = status in ("suspended", "failed", "interrupted", "reset")
-    graph = workflow.startswith("langgraph:")
-    return tuple(
-        action
-        for action, applies in (
-            ("resume", stopped and parent is None and not graph),
-            ("retry", dead_letter and status != "completed"),
-            ("budget", status != "completed"),
-            ("cancel", status not in ("completed", "cancelled")),
-            ("reset", status not in ("running", "reset") and not graph),
-        )
-        if applies
-    )
+def run_actions(journal: Journal, run_id: str) -> tuple[str, ...]:
+    """The actions that apply to run ``run_id`` as it stands, by the one rule every surface
+    offers its buttons and keys by (``operate.actions_for``; the lab gets it from the server as
+    a run's ``actions``)."""
+    from letitloop.operate import actions_for, summary_of
+
+    return tuple(actions_for(summary_of(journal, journal.get_run(run_id))))
 
 
 def why_not(action: str, run_id: str, status: str) -> str:

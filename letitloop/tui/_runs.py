@@ -60,10 +60,7 @@ class RunActions:
         row = self.selected_run()
         if row is None:
             return None
-        offered = _actions.run_actions(
-            row.status, dead_letter=row.dead_letter, workflow=row.workflow
-        )
-        if action not in offered:
+        if action not in _actions.run_actions(self.lil.model.journal, row.run_id):
             self.notify(_actions.why_not(action, row.run_id, row.status), severity="warning")
             return None
         return row  # type: ignore[no-any-return]

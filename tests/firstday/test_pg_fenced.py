@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from letitloop.errors import LeaseLostError, RunLockedError
 from letitloop.journal.postgres._journal import PgJournal
-from letitloop.kernel._errors import LeaseLostError, RunLockedError
 
 
 def test_a_zombie_is_told_the_run_was_taken_over_and_completed(
