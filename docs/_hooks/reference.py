@@ -50,13 +50,7 @@ def api_pages() -> dict[str, str]:
     return {
         "reference/api.md": _front_door(),
         "reference/errors.md": _errors(),
-        "reference/journal.md": _module_page(
-            "letitloop.journal",
-            "The journal",
-            "Where runs are kept: open the project's journal (a DuckDB file behind its owner "
-            "process, or PostgreSQL) and read it. The durable runtime and every front end use "
-            "this face only.",
-        ),
+        "reference/journal.md": _journal(),
         "reference/tracing.md": _module_page(
             "letitloop.tracing",
             "Tracing",
@@ -145,6 +139,32 @@ def _tree(base: type, classes: list[type], indent: str = "") -> list[str]:
         lines.append(f"{indent}{'└── ' if last else '├── '}{child.__name__}")
         lines += _tree(child, classes, indent + ("    " if last else "│   "))
     return lines
+
+
+# the journal face's functions a user calls (its other functions serve the layers above it)
+JOURNAL_FUNCTIONS = ("open_journal", "find_location", "find_journal", "forked_from", "copy_journal")
+
+
+def _journal() -> str:
+    """The journal's face: its types (the contract's roles and the records it returns) and the
+    functions a user calls, from ``letitloop.journal.__all__``."""
+    import letitloop.journal as face
+
+    names = list(getattr(face, "__all__", ["open_journal"]))
+    types = [n for n in names if n[0].isupper() and not n.isupper()]
+    calls = [n for n in JOURNAL_FUNCTIONS if n in names]
+    out = [
+        "# The journal: `letitloop.journal`\n",
+        "Where runs are kept: open the project's journal (a DuckDB file behind its owner "
+        "process, or PostgreSQL) and read it. The durable runtime and every front end use this "
+        "face only. The guide's pages show it at work: [PostgreSQL](../postgres.md), "
+        "[fork and rewind](../fork.md), [analytics](../analytics.md).\n",
+        "## Opening and finding a journal\n",
+        *(f"::: letitloop.journal.{n}\n{OPTIONS}" for n in calls),
+        "## The contract and its records\n",
+        *(f"::: letitloop.journal.{n}\n{OPTIONS}" for n in types),
+    ]
+    return "\n".join(out)
 
 
 def _module_page(module: str, title: str, intro: str) -> str:
