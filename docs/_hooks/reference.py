@@ -4,7 +4,7 @@ The Python API is documented by its public names only: ``letitloop.__all__`` (th
 whatever module a name lives in today), the classes of the errors module, the journal's face and
 each public adapter module. mkdocstrings renders each from its docstring; a name moved between
 private modules keeps its page and its anchor. The CLI reference is ``lil --help`` of every
-command and subcommand, as the user would see it in a terminal 100 columns wide.
+command and subcommand, as the user would see it in a terminal 80 columns wide.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def _helps(
     command: click.Command, path: list[str], parent: click.Context | None
 ) -> Iterator[tuple[list[str], str]]:
     ctx = click.Context(
-        command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+        command, info_name=path[-1], parent=parent, terminal_width=80, max_content_width=80
     )
     yield path, command.get_help(ctx)
     if isinstance(command, click.Group):
