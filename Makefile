@@ -1,13 +1,14 @@
 # Two commands do everything on a fresh machine with python3 >= 3.11:
 #   make demo   create .venv, install letitloop, run the headline demo (a real SIGKILL and resume)
 #   make test   install what the tests need (system packages included) and run every check
+#   make docs   build the documentation site into site/ (warnings, broken links included, fail)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo test install system-deps lint typecheck pytest bench bench-postgres bench-peers clean labextension vscode adapters
+.PHONY: demo jupyter-dev test docs install system-deps lint typecheck pytest bench bench-postgres bench-peers clean labextension vscode adapters
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -15,19 +16,29 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
 	touch $@
 
 install: $(VENV)/.installed
 
-demo: install
+demo: install jupyter-dev
 	$(BIN)/lil demo
+
+# An editable install skips pyproject's data-files: put into the venv what a wheel installs for
+# Jupyter, the prebuilt lab extension (a link to the checkout's, as `jupyter labextension
+# develop` makes) and the server extension's switch, so `jupyter lab` shows the letitloop sidebar.
+LAB_LINK := $(VENV)/share/jupyter/labextensions/letitloop
+SERVER_SWITCH := $(VENV)/etc/jupyter/jupyter_server_config.d/letitloop.json
+jupyter-dev: install
+	mkdir -p $(dir $(LAB_LINK)) $(dir $(SERVER_SWITCH))
+	rm -rf $(LAB_LINK) && ln -s $(CURDIR)/letitloop/jupyter/labextension $(LAB_LINK)
+	cp letitloop/jupyter/server-config/letitloop.json $(SERVER_SWITCH)
 
 system-deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $$missing; fi
 
-LINTED := $(wildcard letitloop tests benchmarks examples)
+LINTED := $(wildcard letitloop tests benchmarks examples docs/_hooks)
 
 lint: install
 	$(BIN)/ruff check $(LINTED)
@@ -40,7 +51,13 @@ pytest: install
 	@$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
-test: system-deps install vscode adapters lint typecheck pytest
+test: system-deps install vscode adapters lint typecheck docs pytest
+
+# The site: docs/ plus what docs/_hooks generates (the API and CLI references) and examples/*/.
+# Material prints a banner about its end of life (May 2027) and Zensical on every build; it is
+# not a warning about this site, so it is switched off.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The lab extension is committed prebuilt (letitloop/jupyter/labextension, checked against its
 # sources by tests/jupyter/test_labextension.py); rebuild it after editing packages/labextension.

@@ -309,34 +309,23 @@ def resume_cmd(run: str, as_json: bool) -> None:
     Example:
         lil runs resume pipeline.main:customer-42
     """
-    from letitloop.errors import Suspended
+    from letitloop.cli import _resumed
+    from letitloop.errors import LetItLoopError, Suspended
     from letitloop.journal import find_location
     from letitloop.kernel import resume_run
 
     journal = open_cli_journal()
     run_id = journal.find_run(run)
     os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default
-    entry = journal.get_run(run_id).entry
-    if entry:  # importing runs the module's top level: say so before it happens
-        where = entry.rpartition(":")[0]
-        out.stderr_write(
-            f"note: resuming imports {where}; its top-level code runs again (code outside "
-            'an `if __name__ == "__main__":` guard, such as a call of the workflow, runs too)'
-        )
+    _resumed.note_imports(journal.get_run(run_id).entry)  # before the import runs it
     try:
         result = resume_run(journal, run_id)
     except Suspended as exc:
-        if as_json:
-            out.emit_json({"run_id": run_id, "status": "suspended", "reason": exc.message})
-        else:
-            fix = [out.text(f"  fix: {exc.fix}")] if exc.fix else []
-            out.say(
-                out.text(f"{run_id} suspended again", "bold blue"),
-                out.text(exc.message),
-                *fix,
-                sep="\n",
-            )
-        raise SystemExit(3) from None
+        _resumed.suspended(run_id, exc, as_json)
+    except LetItLoopError:
+        raise  # the library's own error: `error:` and `fix:` as for every command
+    except Exception as exc:
+        _resumed.failed(run_id, exc, as_json)
     if as_json:
         out.emit_json({"run_id": run_id, "status": "completed", "result": result})
         return
@@ -439,19 +428,21 @@ def _fork_arguments(text: str | None) -> tuple[Any, Any]:
 
 def _run_fork_now(journal: Any, fork_id: str, as_json: bool) -> Any:
     """Run a fork in this process as ``lil runs resume`` would (exit 3 if it suspends)."""
-    from letitloop.errors import Suspended
+    from letitloop.cli import _resumed
+    from letitloop.errors import LetItLoopError, Suspended
     from letitloop.journal import find_location
     from letitloop.kernel import resume_run
 
     os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default
+    _resumed.note_imports(journal.get_run(fork_id).entry)
     try:
         return resume_run(journal, fork_id)
     except Suspended as exc:
-        if as_json:
-            out.emit_json({"run_id": fork_id, "status": "suspended", "reason": exc.message})
-        else:
-            out.say(out.text(f"{fork_id} suspended", "bold blue"), out.text(exc.message))
-        raise SystemExit(3) from None
+        _resumed.suspended(fork_id, exc, as_json, what="suspended")
+    except LetItLoopError:
+        raise
+    except Exception as exc:
+        _resumed.failed(fork_id, exc, as_json)
 
 
 def _short_json(value: Any) -> str:

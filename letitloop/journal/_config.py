@@ -76,6 +76,19 @@ class JournalPaths:
         return Path(base) / f"letitloop-{os.getuid()}" / f"{digest}.sock"
 
 
+def make_journal_dir(directory: Path) -> None:
+    """Create a journal's directory. A new ``.letitloop/`` gets a ``.gitignore`` of ``*`` (as
+    pytest and ruff do for their caches), so a project's journal never shows in ``git status``."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    if directory.name == ".letitloop":
+        try:
+            (directory / ".gitignore").write_text("# created by letitloop (the journal)\n*\n")
+        except OSError:
+            pass  # a read-only or odd filesystem: the journal matters, the ignore file does not
+
+
 def _pyproject_journal(pyproject: Path) -> Path | str | None:
     """Read ``[tool.letitloop] journal`` without importing tomllib unless the file mentions it."""
     try:

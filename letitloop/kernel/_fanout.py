@@ -17,7 +17,6 @@ crash anywhere costs at most the items in flight:
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Future
@@ -232,17 +231,10 @@ def _fan_out(
     results: list[Any] = [None] * len(calls)
     ledger = _Ledger(ctx, name, step_var, policies.get("estimate") or 0.0)
     todo = _finished(ctx, calls, results)
-    if len(todo) < len(calls):
-        _log().info(
-            "step.map %r of run %s: %d of %d items replayed from the journal, %d submitted",
-            name,
-            ctx.run_id,
-            len(calls) - len(todo),
-            len(calls),
-            len(todo),
-        )
     observer = map_observer_var.get()
     replayed = len(calls) - len(todo)
+    if replayed and observer is None:
+        _tell_replayed(ctx, name, replayed, len(calls))
 
     def update(done: int, running: int, failed: int) -> None:
         if observer is not None:
@@ -299,8 +291,17 @@ class _Ledger:
             current["in"] += self.tokens
 
 
-def _log() -> logging.Logger:
-    return logging.getLogger("letitloop.map")
+def _tell_replayed(ctx: RunContext, name: str, replayed: int, total: int) -> None:
+    """One line on stderr when a map resumes outside a notebook (where the progress display says
+    it): how many items came back from the journal, so a re-attached run shows it did not start
+    over. Shown always, like the note of a blocked ``approval()``; no logging set-up needed."""
+    import sys
+
+    sys.stderr.write(
+        f"letitloop: step.map {name!r} of run {ctx.run_id}: {replayed} of {total} items "
+        f"replayed from the journal, {total - replayed} submitted\n"
+    )
+    sys.stderr.flush()
 
 
 def _current_position(ctx: RunContext) -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from letitloop.tasks._model import Agent, TaskFileError
+from letitloop.tasks._model import Agent, TableReader, TaskFileError
 
 PRESETS: dict[str, Agent] = {
     "claude": Agent(
@@ -61,8 +61,7 @@ def resolve_agent(raw: object, where: str) -> Agent:
         return PRESETS[raw]
     if not isinstance(raw, dict):
         raise TaskFileError(f"{where} must be a preset name or a table")
-    if unknown := set(raw) - {"name", "preset", "command", "args", "stdin"}:
-        raise TaskFileError(f"{where}: unknown keys {sorted(unknown)}")
+    TableReader(raw, where).only("name", "preset", "command", "args", "stdin")
     preset = raw.get("preset")
     command = raw.get("command")
     if isinstance(command, str):

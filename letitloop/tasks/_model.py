@@ -167,7 +167,8 @@ def load_task(root: str | Path, name: str) -> TaskSpec:
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TaskFileError(f"{path} is not valid TOML: {exc}", fix="fix its syntax") from None
-    r = _Reader(data, path)
+    r = TableReader(data, path)
+    r.only("goal", "goal_file", "paths", "agents", "checks", "limits", "protect")
     goal = r.text("goal", "")
     goal_file = r.text("goal_file", "")
     if bool(goal) == bool(goal_file):
@@ -204,20 +205,26 @@ def load_task(root: str | Path, name: str) -> TaskSpec:
         raise TaskFileError(f"{path}: checks must be [[checks]] tables")
     checks = tuple(_check(c, f"{path}: checks[{i}]") for i, c in enumerate(raw_checks))
     limits = _limits(data.get("limits", {}), f"{path}: [limits]")
-    unknown = set(data) - {"goal", "goal_file", "paths", "agents", "checks", "limits", "protect"}
-    if unknown:
-        raise TaskFileError(
-            f"{path}: unknown keys {sorted(unknown)}",
-            fix="known: goal, goal_file, paths, agents, checks, limits, protect",
-        )
     return TaskSpec(path.stem, goal, paths, agents, checks, r.strings("protect"), limits)
 
 
-class _Reader:
+class TableReader:
     """Typed reads of one TOML table, each error naming the file and the key."""
 
     def __init__(self, table: dict[str, Any], where: str | Path) -> None:
         self.table, self.where = table, str(where)
+
+    def only(self, *known: str) -> None:
+        """Refuse keys not in ``known``, before anything else is checked: each is named with the
+        nearest known key, so a misspelt ``pahts`` is reported as itself, not as a missing
+        ``paths``."""
+        unknown = sorted(set(self.table) - set(known))
+        if unknown:
+            raise TaskFileError(
+                f"{self.where}: unknown key{'s' if len(unknown) > 1 else ''} "
+                + ", ".join(_with_nearest(key, known) for key in unknown),
+                fix=f"the keys here are {', '.join(known)}",
+            )
 
     def text(self, key: str, default: str) -> str:
         value = self.table.get(key, default)
@@ -244,10 +251,24 @@ class _Reader:
         return value
 
 
+def _with_nearest(key: str, known: tuple[str, ...]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key)
+
+
+CHECK_KEYS = (
+    *("kind", "name", "paths", "path", "run", "timeout", "pattern", "present", "rules"),
+    *("min_bytes", "max_bytes", "protect", "receipt"),
+)
+
+
 def _check(raw: object, where: str) -> Check:
     if not isinstance(raw, dict):
         raise TaskFileError(f"{where} must be a table with kind = ...")
-    r = _Reader(raw, where)
+    r = TableReader(raw, where)
+    r.only(*CHECK_KEYS)
     kind = r.text("kind", "")
     if kind not in CHECK_KINDS:
         raise TaskFileError(
@@ -277,10 +298,6 @@ def _check(raw: object, where: str) -> Check:
     present = raw.get("present", True)
     if not isinstance(present, bool):
         raise TaskFileError(f"{where}: present must be true or false")
-    known = {"kind", "name", "paths", "path", "run", "timeout", "pattern", "present", "rules"}
-    known |= {"min_bytes", "max_bytes", "protect", "receipt"}
-    if unknown := set(raw) - known:
-        raise TaskFileError(f"{where}: unknown keys {sorted(unknown)}")
     receipt = r.text("receipt", "")
     if receipt and kind != "command":
         raise TaskFileError(f"{where}: only a command check can have a receipt")
@@ -314,9 +331,8 @@ def _check(raw: object, where: str) -> Check:
 def _limits(raw: object, where: str) -> Limits:
     if not isinstance(raw, dict):
         raise TaskFileError(f"{where} must be a table")
-    r = _Reader(raw, where)
-    if unknown := set(raw) - {"attempts", "time", "agent_timeout", "cost_usd"}:
-        raise TaskFileError(f"{where}: unknown keys {sorted(unknown)}")
+    r = TableReader(raw, where)
+    r.only("attempts", "time", "agent_timeout", "cost_usd")
     return Limits(
         attempts=r.number("attempts", 3, whole=True),
         time=r.number("time", 3600.0),

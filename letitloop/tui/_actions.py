@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from letitloop.journal._config import who as who  # who decides, as journaled: user@host
 
 if TYPE_CHECKING:
+    from letitloop.journal import Journal
     from letitloop.journal.duckdb._client import OwnerJournal
 
 
@@ -61,6 +62,26 @@ def resolve_effect(
 
 
 # -- runs ---------------------------------------------------------------------------------------
+
+
+RUN_ACTIONS = ("resume", "retry", "budget", "cancel", "reset")
+
+
+def run_actions(journal: Journal, run_id: str) -> tuple[str, ...]:
+    """The actions that apply to run ``run_id`` as it stands, by the one rule every surface
+    offers its buttons and keys by (``operate.actions_for``; the lab gets it from the server as
+    a run's ``actions``)."""
+    from letitloop.operate import actions_for, summary_of
+
+    return tuple(actions_for(summary_of(journal, journal.get_run(run_id))))
+
+
+def why_not(action: str, run_id: str, status: str) -> str:
+    """The sentence a surface shows when ``action`` does not apply to a run in ``status``."""
+    if action == "retry":
+        return f"{run_id} has no dead-lettered step to retry"
+    nothing = {"resume": "resume", "budget": "budget", "cancel": "cancel", "reset": "reset"}
+    return f"{run_id} is {status}: nothing to {nothing.get(action, action)}"
 
 
 def retry_dead_letter(journal: OwnerJournal, run_id: str, by: str) -> str:

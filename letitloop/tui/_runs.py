@@ -54,22 +54,29 @@ class RunActions:
     def selected_run(self) -> RunRow | None:
         raise NotImplementedError
 
-    def action_resume(self: Any) -> None:
+    def applicable_run(self: Any, action: str) -> RunRow | None:
+        """The selected run if ``action`` applies to it (the rule the lab's buttons follow too),
+        else None, having said why."""
         row = self.selected_run()
         if row is None:
-            return
-        if row.status in ("completed", "running"):
-            self.notify(f"{row.run_id} is {row.status}: nothing to resume", severity="warning")
-            return
-        self.lil.start_resume(row.run_id)
+            return None
+        if action not in _actions.run_actions(self.lil.model.journal, row.run_id):
+            self.notify(_actions.why_not(action, row.run_id, row.status), severity="warning")
+            return None
+        return row  # type: ignore[no-any-return]
+
+    def action_resume(self: Any) -> None:
+        row = self.applicable_run("resume")
+        if row is not None:
+            self.lil.start_resume(row.run_id)
 
     def action_retry(self: Any) -> None:
-        row = self.selected_run()
+        row = self.applicable_run("retry")
         if row is not None:
             self.run_write(_actions.retry_dead_letter, row.run_id, _actions.who())
 
     def action_budget(self: Any) -> None:
-        row = self.selected_run()
+        row = self.applicable_run("budget")
         if row is None:
             return
 
@@ -87,11 +94,8 @@ class RunActions:
         self.app.push_screen(PromptScreen(question, placeholder="e.g. 5.00"), done)
 
     def action_cancel(self: Any) -> None:
-        row = self.selected_run()
+        row = self.applicable_run("cancel")
         if row is None:
-            return
-        if row.status in ("completed", "cancelled"):
-            self.notify(f"{row.run_id} is {row.status}: nothing to cancel", severity="warning")
             return
 
         def done(comment: str | None) -> None:
@@ -106,7 +110,7 @@ class RunActions:
         self.app.push_screen(ConfirmScreen(question), done)
 
     def action_reset(self: Any) -> None:
-        row = self.selected_run()
+        row = self.applicable_run("reset")
         if row is None:
             return
 

@@ -146,6 +146,10 @@ def test_approving_from_the_inbox_unblocks_a_waiting_script(
     view.locator(".lil-step-name:has-text('2. publish')").wait_for(timeout=10_000)
     assert view.locator(".lil-badge-completed").first.is_visible()
     assert "Hello" in view.locator(".lil-preview").first.inner_text()
+    # issue 29, point 8: a completed run offers only what applies (the server's rule): nothing
+    view.locator(".lil-actions").wait_for(state="attached")
+    buttons = view.locator(".lil-actions .lil-action").all_inner_texts()
+    assert buttons == [], buttons
     page.screenshot(path=str(IMG / "lab-run-view.png"))
 
 

@@ -120,6 +120,7 @@ def test_a_frozen_holder_is_taken_over_and_then_fenced(
         error = a.wait_prefix("ERROR", 0)
         assert error is not None and error.startswith(f"ERROR {LeaseLostError.__name__}"), error
         assert "lost its lease on run lease:fence" in error
+        assert "nobody" not in error and "has been completed there since" in error, error
         assert not any(line.startswith("S 3") for line in a.snapshot())  # its step 3 never acked
         after = journal.events(run_id="lease:fence")
         assert after == before, "the fenced holder wrote to the run after it lost the lease"

@@ -55,7 +55,7 @@ def test_presets_are_invoked_as_documented() -> None:
         ('paths = ["src"]\nagents = ["claude"]', "give exactly one of goal"),
         ('goal = "x"\nagents = ["claude"]', "paths is empty"),
         ('goal = "x"\npaths = ["a"]\nagents = ["cursor"]', "no agent preset 'cursor'"),
-        ('goal = "x"\npaths = ["a"]\nagents = ["claude"]\ncolour = 1', "unknown keys ['colour']"),
+        ('goal = "x"\npaths = ["a"]\nagents = ["claude"]\ncolour = 1', "unknown key 'colour'"),
         ('goal = "x"\npaths = ["a"]\nagents = ["claude"]\n[[checks]]\nkind = "lint"', "'lint'"),
         ('goal = "x"\npaths = ["a"]\nagents = ["claude"]\n[limits]\nattempts = 0', "attempts"),
         ('goal = "x"\npaths = ["a"]\nagents = [{name = "m"}]', "exactly one of preset"),

@@ -146,7 +146,8 @@ async def test_retry_a_dead_lettered_step(journal_path: Path) -> None:
 
 
 async def test_reset_asks_first_and_then_starts_the_run_over(journal_path: Path) -> None:
-    wf.pipeline(journal_path, "p1")()
+    with pytest.raises(ZeroDivisionError):
+        wf.failing(journal_path)()  # a failed run: reset applies (not to a completed one)
     journal = open_journal(journal_path)
     app = LilApp(journal_path)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -155,13 +156,13 @@ async def test_reset_asks_first_and_then_starts_the_run_over(journal_path: Path)
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("escape")  # no: nothing happens
         await settle(app, pilot)
-        assert journal.get_run("etl.pipeline:p1").run.epoch == 0
+        assert journal.get_run("etl.failing:f1").run.epoch == 0
         await pilot.press("x", *"new prices", "enter")
         table = app.screen.query_one("#runs", DataTable)
-        await until(pilot, lambda: cell(table, "etl.pipeline:p1", "status") != "completed")
-    run = journal.get_run("etl.pipeline:p1").run
-    assert run.epoch == 1 and run.status != "completed"
-    (reset,) = [e for e in journal.events(run_id="etl.pipeline:p1") if e.kind == "reset"]
+        await until(pilot, lambda: cell(table, "etl.failing:f1", "status") != "failed")
+    run = journal.get_run("etl.failing:f1").run
+    assert run.epoch == 1 and run.status == "reset"
+    (reset,) = [e for e in journal.events(run_id="etl.failing:f1") if e.kind == "reset"]
     assert reset.data["note"] == "new prices"  # the comment is journaled with the reset
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from letitloop import errors as _errors
 from letitloop.errors import JournalUnavailableError, JournalVersionError, LetItLoopError
 from letitloop.journal import _checkpoints
-from letitloop.journal._config import JournalPaths, env_float, find_journal
+from letitloop.journal._config import JournalPaths, env_float, find_journal, make_journal_dir
 from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
@@ -446,7 +446,7 @@ class OwnerJournal(RecordWrites):
         import subprocess
 
         _reap()
-        self.paths.root.mkdir(parents=True, exist_ok=True)
+        make_journal_dir(self.paths.root)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(_owner_path())
         if self._ready_fd >= 0:

@@ -35,7 +35,7 @@ import msgpack
 
 from letitloop._version import __version__ as VERSION
 from letitloop.errors import DiskFullError, JournalError, LetItLoopError, RunLockedError
-from letitloop.journal._config import JournalPaths, env_float
+from letitloop.journal._config import JournalPaths, env_float, make_journal_dir
 from letitloop.journal._records import Record, budget_record, without_payload
 from letitloop.journal._state import (
     _WIRE_FIELDS,
@@ -1066,7 +1066,7 @@ def _entry_from(data: dict[str, Any]) -> RunEntry:
 
 def _take_lock(paths: JournalPaths, wait: float) -> int | None:
     """Win the election: an exclusive flock, waiting a little in case the holder is leaving."""
-    paths.root.mkdir(parents=True, exist_ok=True)
+    make_journal_dir(paths.root)
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + wait
     while True:

@@ -330,8 +330,8 @@ class PgJournal(RecordWrites):
         if token is not None and (lease["holder"] != self.session or lease["token"] != token):
             if fence:
                 self._forget(run_id)
-                self._lost[run_id] = lease
-                raise lost_error(run_id, lease, self.ttl)
+                self._lost[run_id] = {**lease, "status": entry.status}
+                raise lost_error(run_id, self._lost[run_id], self.ttl)
         elif token is not None:
             entry.holder = self.session  # ours, even if a pause let the heartbeat age
         state.runs[run_id] = entry

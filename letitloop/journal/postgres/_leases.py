@@ -21,13 +21,29 @@ if TYPE_CHECKING:
 
 
 def lost_error(run_id: str, lease: dict[str, Any], ttl: float) -> LeaseLostError:
-    other = (lease.get("holder") or "nobody").split("/", 1)[0]
+    """The fenced process's error. ``lease`` is the run's lease row as this process found it
+    (``holder``: the session holding it now, None once the new holder released it; ``status``:
+    the run's status then), so it says who took over and what became of the run."""
+    holder, status = lease.get("holder"), lease.get("status")
+    taken = (
+        f"this process lost its lease on run {run_id}: after it sent no heartbeat for {ttl:g} s, "
+        f"{holder.split('/', 1)[0] if holder else 'another process'} took the run over "
+        f"(lease token {lease.get('token')})"
+    )
+    if holder is None and status in ("completed", "failed", "cancelled", "suspended"):
+        taken += f", and the run has been {status} there since"
+    elif holder is None:
+        taken += " and has let it go since"
+    if holder is None and status == "completed":
+        fix = f"nothing to redo: the run completed without this process (`lil runs show {run_id}`)"
+    elif holder is None:
+        fix = f"see what the run did with `lil runs show {run_id}`, and resume it from there"
+    else:
+        fix = "let the new holder finish"
     return LeaseLostError(
-        f"this process lost its lease on run {run_id}: {other} took the run over (lease token "
-        f"{lease.get('token')}) after this process sent no heartbeat for {ttl:g} s; nothing "
-        "was written, and this process stops executing the run",
-        fix="let the new holder finish; if this process was only slow, raise LIL_LEASE_TTL "
-        "(seconds) for every process that uses the journal",
+        f"{taken}; nothing was written, and this process stops executing the run",
+        fix=f"{fix}; if this process was only slow, raise LIL_LEASE_TTL (seconds) for every "
+        "process that uses the journal",
         run_id=run_id,
     )
 
