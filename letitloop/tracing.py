@@ -10,6 +10,6 @@ provider (see docs/tracing.md). This module imports nothing from OpenTelemetry, 
 
 from __future__ import annotations
 
-from letitloop.kernel._tracing import use_tracer_provider
+from letitloop.kernel import use_tracer_provider
 
 __all__ = ["use_tracer_provider"]

@@ -43,8 +43,8 @@ COMMANDS = {
         "limits_cmd",
         "Show the shared rate limits in use and what is left of each.",
     ),
-    "lsp": (
-        "letitloop.cli._lsp",
+    "lsp": (  # the language server declares its own command line
+        "letitloop.lsp._command",
         "lsp",
         "Start the language server for editors (stdio, or --tcp).",
     ),

@@ -66,6 +66,7 @@ _EXPORTS = {
     **dict.fromkeys(("fields", "replace", "frozen"), "letitloop.kernel._frozen"),
     **dict.fromkeys(("RestartPolicy",), "letitloop.kernel._restarts"),
     **dict.fromkeys(("watch",), "letitloop.kernel._watch"),
+    **dict.fromkeys(("use_tracer_provider",), "letitloop.kernel._tracing"),
     **dict.fromkeys(("Codec", "fingerprint"), "letitloop.kernel._codec"),
 }
 __all__ = sorted(_EXPORTS)
@@ -145,6 +146,9 @@ if TYPE_CHECKING:
     )
     from letitloop.kernel._supervise import (
         supervise as supervise,
+    )
+    from letitloop.kernel._tracing import (
+        use_tracer_provider as use_tracer_provider,
     )
     from letitloop.kernel._watch import (
         watch as watch,
