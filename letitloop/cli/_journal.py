@@ -60,7 +60,7 @@ def _file_bytes(path: Path) -> int:
 
 def _offline(path: Path) -> dict[str, Any]:
     """What can be said about a journal without its owner (and without starting one)."""
-    from letitloop.journal._config import JournalPaths
+    from letitloop.journal import JournalPaths
 
     paths = JournalPaths(path)
     pid = _pid_file(paths.pid_file)
@@ -90,7 +90,7 @@ def status_cmd(as_json: bool) -> None:
     Example:
         lil journal status --json
     """
-    from letitloop.journal._config import JournalPaths
+    from letitloop.journal import JournalPaths
 
     path = journal_path()
     if not owner_answers(JournalPaths(path).socket):
@@ -245,7 +245,7 @@ def sql_cmd(query: str, as_json: bool) -> None:
 def _cell(value: Any, column: str = "") -> str:
     """One value as people read it: times local (an epoch-seconds column of the journal, or a
     TIMESTAMP, e.g. of the ``v_*`` views), bytes by their size; ``--json`` keeps raw values."""
-    from letitloop.journal._preview import local_time
+    from letitloop.operate import local_time
 
     if value is None:
         return "NULL"
@@ -288,7 +288,7 @@ def export_cmd(directory: Path, since: str | None, as_json: bool) -> None:
         duckdb -c "SELECT model, sum(cost_usd) FROM 'exports/steps.parquet' GROUP BY 1"
     """
     from letitloop.cli._shared import open_cli_journal
-    from letitloop.journal._analytics import export_parquet, parse_since
+    from letitloop.journal import export_parquet, parse_since
 
     counts = export_parquet(open_cli_journal(), directory, parse_since(since))
     files = {stem: str(directory / f"{stem}.parquet") for stem in counts}
