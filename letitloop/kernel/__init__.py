@@ -67,14 +67,14 @@ _EXPORTS = {
     **dict.fromkeys(("RestartPolicy",), "letitloop.kernel._restarts"),
     **dict.fromkeys(("watch",), "letitloop.kernel._watch"),
     **dict.fromkeys(("use_tracer_provider",), "letitloop.kernel._tracing"),
-    **dict.fromkeys(("Codec", "fingerprint"), "letitloop.kernel._codec"),
+    **dict.fromkeys(("Codec",), "letitloop.kernel._codec"),
+    **dict.fromkeys(("fingerprint",), "letitloop.kernel._fingerprint"),
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from letitloop.kernel._codec import (
         Codec as Codec,
-        fingerprint as fingerprint,
     )
     from letitloop.kernel._context import (
         RunContext as RunContext,
@@ -90,6 +90,9 @@ if TYPE_CHECKING:
     from letitloop.kernel._fanout import (
         MapUpdate as MapUpdate,
         map_observer_var as map_observer_var,
+    )
+    from letitloop.kernel._fingerprint import (
+        fingerprint as fingerprint,
     )
     from letitloop.kernel._fork import (
         ForkedRun as ForkedRun,

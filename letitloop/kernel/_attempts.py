@@ -169,7 +169,7 @@ def cache_key(fn: Callable[..., Any], args: Any, kwargs: Any, extra: str | None)
     import hashlib
     import inspect
 
-    from letitloop.kernel._codec import fingerprint
+    from letitloop.kernel._fingerprint import fingerprint
 
     name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
     try:

@@ -35,7 +35,7 @@ import math
 import pathlib
 import sys
 
-from letitloop._digest import blake2b, compare_digest, hmac_sha256
+from letitloop._digest import compare_digest, hmac_sha256
 from letitloop._keys import key_hint
 from letitloop.errors import CodecError, TamperedDataError, UnencodableError
 
@@ -556,57 +556,3 @@ def _json_decode(text: str) -> Any:
     if end != len(text):
         return _json_full_decode(text)
     return value
-
-
-# fingerprints of short scalar arguments already hashed in this process: a run resumed in the
-# process that ran it (a notebook cell run again) hashes none of its steps' arguments again
-_FP_MEMO: dict[str, str] = {}
-_FP_MEMO_TEXT = 256  # longer argument texts are hashed every time
-_FP_MEMO_SIZE = 8192  # entries before the memo starts over
-
-
-def _scalars_only(args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
-    for a in args:
-        if type(a) not in _SCALARS:
-            return False
-    for v in kwargs.values():
-        if type(v) not in _SCALARS:
-            return False
-    return True
-
-
-def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
-    """Stable hex digest of call arguments; opaque objects count only by their type's name.
-
-    Fingerprints are stored in journals and compared on replay: changing how they are computed
-    makes every unfinished run of an older version fail with NonDeterminismError.
-    """
-    if kwargs:
-        text = "s:" + repr((args, sorted(kwargs.items()))) if _scalars_only(args, kwargs) else ""
-    else:  # the common case, checked inline: repr is exact for these types
-        for a in args:
-            if type(a) not in _SCALARS:
-                text = ""
-                break
-        else:
-            text = "s:" + repr(args)
-    if text:
-        fp = _FP_MEMO.get(text)
-        if fp is None:
-            fp = blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-            if len(text) <= _FP_MEMO_TEXT:
-                if len(_FP_MEMO) >= _FP_MEMO_SIZE:
-                    _FP_MEMO.clear()
-                _FP_MEMO[text] = fp
-        return fp
-    walker = _Walker(lenient=True)
-    try:
-        doc: object = [
-            [walker.walk(a, "") for a in args],
-            {k: walker.walk(kwargs[k], "") for k in sorted(kwargs)},
-        ]
-        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except Exception:  # never raise: too deep, an int too long for JSON...
-        doc = [[_tname(type(a)) for a in args], {k: _tname(type(kwargs[k])) for k in kwargs}]
-        text = json.dumps(doc, sort_keys=True)
-    return blake2b(text.encode("utf-8"), digest_size=16).hexdigest()

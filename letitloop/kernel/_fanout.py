@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from letitloop.errors import BudgetExceeded, ConfigError, MapItemError
 from letitloop.journal import item_key
-from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import current_run, require_run
+from letitloop.kernel._fingerprint import fingerprint
 from letitloop.kernel._policy import STEP_KEYWORDS, StepOptions
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from letitloop.journal import (
     parse_timeout,
     payload_json,
 )
-from letitloop.kernel._codec import fingerprint
 from letitloop.kernel._context import RunContext, require_run
+from letitloop.kernel._fingerprint import fingerprint
 
 _NULL = ("json", b"null")
 # False where nothing may block (a notebook cell: the approval widget needs the kernel free)

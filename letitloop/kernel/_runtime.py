@@ -36,7 +36,7 @@ from letitloop.kernel._attempts import (
     time_limit,
 )
 from letitloop.kernel._calls import bind_call, is_async_function, signature
-from letitloop.kernel._codec import Codec, fingerprint
+from letitloop.kernel._codec import Codec
 from letitloop.kernel._context import (
     RunContext,
     current_run,
@@ -44,6 +44,7 @@ from letitloop.kernel._context import (
     require_run,
 )
 from letitloop.kernel._entry import sign_entry
+from letitloop.kernel._fingerprint import fingerprint
 from letitloop.kernel._frozen import replace
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._policy import CLOCK, StepOptions, StepTimeout, pop_step_options

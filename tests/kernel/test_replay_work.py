@@ -15,7 +15,7 @@ import pytest
 from letitloop import durable, step
 from letitloop.errors import NonDeterminismError, RunArgumentsError
 from letitloop.journal import _contract
-from letitloop.kernel import _codec, _context
+from letitloop.kernel import _codec, _context, _fingerprint
 
 N = 120
 
@@ -188,13 +188,15 @@ def test_fingerprints_are_the_same_remembered_or_not() -> None:
         text = "s:" + repr(args)
         return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
-    _codec._FP_MEMO.clear()
+    _fingerprint._FP_MEMO.clear()
     for args in [(1,), (True,), ("x", None, 3), (1,), (True,), ("x" * 500,)]:
-        assert _codec.fingerprint(args, {}) == hashed(args)
-    assert _codec.fingerprint((1,), {}) != _codec.fingerprint((True,), {})
-    assert "s:" + repr(("x" * 500,)) not in _codec._FP_MEMO  # long texts are not kept
-    assert _codec.fingerprint((1,), {"k": 2}) == _codec.fingerprint((1,), {"k": 2})
-    assert _codec.fingerprint((1.5,), {}) == _codec.fingerprint((1.5,), {})  # not scalar: walked
+        assert _fingerprint.fingerprint(args, {}) == hashed(args)
+    assert _fingerprint.fingerprint((1,), {}) != _fingerprint.fingerprint((True,), {})
+    assert "s:" + repr(("x" * 500,)) not in _fingerprint._FP_MEMO  # long texts are not kept
+    assert _fingerprint.fingerprint((1,), {"k": 2}) == _fingerprint.fingerprint((1,), {"k": 2})
+    assert _fingerprint.fingerprint((1.5,), {}) == _fingerprint.fingerprint(
+        (1.5,), {}
+    )  # not scalar: walked
 
 
 def test_open_runs_rows_become_step_records_and_a_malformed_row_is_refused() -> None:

@@ -38,9 +38,9 @@ from letitloop.kernel._codec import (
     CODEC_PICKLE,
     CODEC_TAGGED,
     Codec,
-    fingerprint,
     preview,
 )
+from letitloop.kernel._fingerprint import fingerprint
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -628,7 +628,8 @@ def test_preview_uses_compact_text_when_pretty_does_not_fit() -> None:
 FINGERPRINT_SCRIPT = textwrap.dedent(
     """
     import dataclasses, datetime, enum
-    from letitloop.kernel._codec import Codec, fingerprint
+    from letitloop.kernel._codec import Codec
+    from letitloop.kernel._fingerprint import fingerprint
 
     class Client:
         pass
