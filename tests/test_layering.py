@@ -169,10 +169,6 @@ LIMIT = 600
 TOO_LONG = {
     "letitloop/kernel/_runtime.py",
     "letitloop/tui/_model.py",
-    "letitloop/journal/duckdb/_owner.py",
-    "letitloop/journal/duckdb/_store.py",
-    "letitloop/journal/duckdb/_client.py",
-    "letitloop/journal/postgres/_journal.py",
 }
 
 
@@ -193,3 +189,32 @@ def test_faces_resolve_every_name() -> None:
         assert module.__all__ == sorted(module.__all__), face
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{face}.{name}"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a source file imports, at its top or inside a function."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def test_duckdb_client_side_never_imports_duckdb() -> None:
+    """Only the owner package opens DuckDB: the client side (client, connection, link, wire,
+    files) imports neither duckdb nor anything of the owner's, so a workflow never loads it."""
+    client_side = ROOT / "letitloop" / "journal" / "duckdb"
+    checked = 0
+    for path in client_side.glob("*.py"):
+        imported = _imported_modules(path)
+        assert not {m for m in imported if m == "duckdb" or m.startswith("duckdb.")}, path
+        assert not [m for m in imported if m.startswith("letitloop.journal.duckdb.owner")], path
+        checked += 1
+    assert checked >= 5
+    owner = client_side / "owner"
+    assert any("duckdb" in _imported_modules(p) for p in owner.glob("*.py"))  # (it is there)

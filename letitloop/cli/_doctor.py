@@ -98,7 +98,7 @@ def check_filesystem(directory: Path, mounts_file: str = "/proc/mounts") -> Chec
 def check_log(log_dir: Path) -> Check:
     """Every frame of every segment (from the start: the fold watermark is the owner's to
     check); a damaged frame other than a torn final one is corruption."""
-    from letitloop.journal.duckdb._log import SALVAGE_FIX, Log
+    from letitloop.journal.duckdb.owner._log import SALVAGE_FIX, Log
 
     if not log_dir.is_dir():
         return Check("log segments", True, "no log yet")
@@ -215,7 +215,7 @@ def _check_owner(path: Path, checks: list[Check]) -> str | None:
 def _salvage(as_json: bool) -> None:
     """Run the salvage and say what it did (before the checks, which then see its result)."""
     from letitloop.journal._config import JournalPaths, find_journal
-    from letitloop.journal.duckdb._salvage import salvage
+    from letitloop.journal.duckdb.owner._salvage import salvage
 
     report = salvage(JournalPaths(find_journal(journal_spec())))
     if as_json:

@@ -219,7 +219,7 @@ def sql_cmd(query: str, as_json: bool) -> None:
     """Run one read-only SELECT against the journal's tables, through its owner.
 
     Tables: runs, steps, events, approvals, proposals, cache, quarantine (see
-    `letitloop/journal/duckdb/_store.py`); typed views for analytics: step_facts, run_facts
+    `letitloop/journal/duckdb/owner/_schema.py`); typed views for analytics: step_facts, run_facts
     (docs/analytics.md). Only a plain SELECT runs (no EXPLAIN, PRAGMA or
     writes), in a read-only transaction without file system access; at most 10,000 rows or
     32 MiB come back, and the output says when it was cut.

@@ -13,8 +13,8 @@ Values arrive already encoded by the checkpointer's serializer as (type, bytes) 
 journal never decodes them. ``mjson`` is the metadata as JSON text, used only to filter.
 Each thread is also a run (``langgraph:<thread>`` of workflow ``langgraph:<graph>``) and each
 checkpoint one of its attempts, of kind ``checkpoint``, so every front end lists threads next
-to durable runs. ``journal.duckdb._checkpoint_store`` keeps them in DuckDB; ``MemoryCheckpoints``
-gives the same answers in memory.
+to durable runs. ``journal.duckdb.owner._checkpoint_store`` keeps them in DuckDB;
+``MemoryCheckpoints`` gives the same answers in memory.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from letitloop.errors import JournalError, RunLockedError
-from letitloop.journal import _approvals, _checkpoints
+from letitloop.journal import _approvals, _checkpoints, _rows
 from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
@@ -285,13 +285,13 @@ class MemoryJournal(RecordWrites):
                 return RunDetail(info, lg.attempts(info.key), None)
             if entry is None:
                 raise JournalError(f"no run {run_id!r}", run_id=run_id)
-            attempts: dict[tuple[int, int], dict[str, Any]] = {}
+            steps: dict[_rows.StepKey, dict[str, Any]] = {}
             for rec in self.store.records:
                 if rec["run"] == run_id and rec.get("epoch") == entry.epoch and "pos" in rec:
-                    merge_attempt(attempts, rec)
+                    merge_attempt(steps, rec)
             return RunDetail(
                 entry_info(entry),
-                [attempt_info(a) for _, a in sorted(attempts.items())],
+                [attempt_info(key, row) for key, row in sorted(steps.items())],
                 entry.result,
                 entry.entry,
                 (entry.args[0], entry.args[1]) if entry.args else None,
@@ -446,71 +446,43 @@ class MemoryJournal(RecordWrites):
                     callback(mine)
 
 
-def merge_attempt(attempts: dict[tuple[int, int], dict[str, Any]], rec: Record) -> None:
-    """Fold one step record into the attempt it belongs to (for run detail views)."""
+def merge_attempt(steps: dict[_rows.StepKey, dict[str, Any]], rec: Record) -> None:
+    """Fold one step record into its attempt's row (the shared projection, ``journal._rows``;
+    errors kept as they are), for run detail views."""
     if rec["k"] == "answer":  # shown by the approvals listing, not as an attempt
         return
     if rec["k"] == "rewind":
-        for (pos, _), item in attempts.items():
-            if pos >= rec["pos"]:
-                item["status"] = "superseded"
+        for key, row in steps.items():
+            if key[2] >= rec["pos"]:
+                row["status"] = "superseded"
         return
-    a = attempts.setdefault(
-        (rec["pos"], rec["att"]),
-        {"pos": rec["pos"], "att": rec["att"], "status": "started", "started": None, "ended": None},
-    )
-    k = rec["k"]
-    if k == "resolve":
-        a.update(res=rec["res"], res_by=rec["by"])
-        return
-    a.update(kind=rec["kind"], name=rec["name"], fp=rec["fp"])
-    if k == "step":
-        a["started"] = rec["ts"]
-    else:
-        a.update(
-            status="completed" if k == "ok" else "failed",
-            ended=rec["ts"],
-            codec=rec.get("codec"),
-            size=len(rec.get("out") or b""),
-            err=rec.get("err"),
-            next=rec.get("next"),
-            preview=preview(rec["codec"], rec["out"], shown=rec.get("shown"))
-            if rec.get("out") is not None
-            else None,
-        )
-        cost = rec.get("cost") or {}
-        if cache := rec.get("cache"):
-            a["cache"] = "hit" if cache["hit"] else "miss"
-        a.update(
-            cost_micros=cost.get("usd_micros", 0),
-            tokens_in=cost.get("in", 0),
-            tokens_out=cost.get("out", 0),
-            model=cost.get("model"),
-        )
+    _rows.merge_step(steps, rec, dump=_rows.keep)
 
 
-def attempt_info(a: dict[str, Any]) -> AttemptInfo:
+def attempt_info(key: _rows.StepKey, row: dict[str, Any]) -> AttemptInfo:
+    """An attempt as the contract shows it, from its merged step row."""
+    out = row.get("output")
     return AttemptInfo(
-        position=a["pos"],
-        attempt=a["att"],
-        kind=a.get("kind", "step"),
-        name=a.get("name", "?"),
-        fingerprint=a.get("fp", ""),
-        status=a["status"],
-        started=a.get("started"),
-        ended=a.get("ended"),
-        codec=a.get("codec"),
-        size=a.get("size", 0),
-        error=a.get("err"),
-        next_position=a.get("next"),
-        resolution=a.get("res"),
-        resolved_by=a.get("res_by"),
-        preview=a.get("preview"),
-        cost_micros=a.get("cost_micros", 0),
-        tokens_in=a.get("tokens_in", 0),
-        tokens_out=a.get("tokens_out", 0),
-        model=a.get("model"),
-        cache=a.get("cache"),
+        position=key[2],
+        attempt=key[3],
+        kind=row.get("kind", "step"),
+        name=row.get("name", "?"),
+        fingerprint=row.get("fingerprint", ""),
+        status=row.get("status", "started"),
+        started=row.get("started"),
+        ended=row.get("ended"),
+        codec=row.get("codec"),
+        size=row.get("size") or 0,
+        error=row.get("error"),
+        next_position=row.get("next_position"),
+        resolution=row.get("resolution"),
+        resolved_by=row.get("resolved_by"),
+        preview=preview(row["codec"], out, shown=row.get("shown")) if out is not None else None,
+        cost_micros=row.get("cost_micros") or 0,
+        tokens_in=row.get("tokens_in") or 0,
+        tokens_out=row.get("tokens_out") or 0,
+        model=row.get("model"),
+        cache=row.get("cache"),
     )
 
 

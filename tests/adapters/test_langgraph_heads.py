@@ -1,4 +1,4 @@
-"""The owner's in-memory newest checkpoints (``journal.duckdb._checkpoint_heads``).
+"""The owner's in-memory newest checkpoints (``journal.duckdb.owner._checkpoint_heads``).
 
 Every answer it gives must be the one the tables would give. A model-based test drives random
 puts, writes, re-puts, early writes, deletes and copies through ``Heads`` and through
@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
 from letitloop.journal import _checkpoints
 from letitloop.journal._contract import CheckpointRow, CheckpointWrite
-from letitloop.journal.duckdb._checkpoint_heads import Heads
+from letitloop.journal.duckdb.owner._checkpoint_heads import Heads
 
 THREADS = ["a", "b", "c"]
 NSES = ["", "sub:1"]

@@ -27,7 +27,7 @@ from crash_helpers import ROOT, Worker, kill_all, owner_pid, pid_alive, wait_unt
 from letitloop.errors import JournalUnavailableError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal
-from letitloop.journal.duckdb._log import _frames
+from letitloop.journal.duckdb.owner._log import _frames
 
 N_WRITERS = 4
 STEPS = 100

@@ -1,4 +1,4 @@
-"""The owner's warm start (``journal/duckdb/_warm.py``): after a clean stop, the next owner
+"""The owner's warm start (``journal/duckdb/owner/_warm.py``): after a clean stop, the next owner
 answers a resume from its snapshot before DuckDB is loaded, never trusts a snapshot that is
 damaged, forged, foreign or stale, and loses nothing acknowledged when SIGKILLed at any point
 of its start-up or while DuckDB loads. Real owner processes, real workers, real SIGKILLs."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from letitloop.journal._config import JournalPaths
-from letitloop.journal.duckdb import _warm
 from letitloop.journal.duckdb._client import stop_owner
+from letitloop.journal.duckdb.owner import _warm
 from tests.crash.crash_helpers import Worker, owner_pid, pid_alive, read_lines, wait_until
 
 
@@ -133,7 +133,7 @@ def _owner_pids(journal: Path) -> list[int]:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"letitloop.journal.duckdb._owner" in argv and str(journal).encode() in argv:
+        if b"letitloop.journal.duckdb.owner" in argv and str(journal).encode() in argv:
             found.append(int(entry))
     return found
 

@@ -19,10 +19,12 @@ import pytest
 
 from letitloop import durable, step
 from letitloop.journal._config import JournalPaths
-from letitloop.journal.duckdb import _log, _requests, _wire
-from letitloop.journal.duckdb._client import OwnerJournal, _Link
-from letitloop.journal.duckdb._log import Log, frame
-from letitloop.journal.duckdb._requests import BadRequest
+from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb._client import OwnerJournal
+from letitloop.journal.duckdb._link import Link as _Link
+from letitloop.journal.duckdb.owner import _log, _requests
+from letitloop.journal.duckdb.owner._log import Log, frame
+from letitloop.journal.duckdb.owner._requests import BadRequest
 from tests.conftest import _kill_owner
 
 

@@ -27,7 +27,7 @@ def _owner_pid(path: Path) -> int:
 
 def _alive(pid: int) -> bool:
     """True while the process runs (owners this test process started are reaped first)."""
-    from letitloop.journal.duckdb._client import _reap
+    from letitloop.journal.duckdb._connection import reap as _reap
 
     _reap()
     try:
@@ -171,7 +171,7 @@ def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) ->
     open_journal(journal_path).list_runs()
     pid = _owner_pid(journal_path)
     out = subprocess.run(
-        [sys.executable, "-m", "letitloop.journal.duckdb._owner", "--journal", str(journal_path)],
+        [sys.executable, "-m", "letitloop.journal.duckdb.owner", "--journal", str(journal_path)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

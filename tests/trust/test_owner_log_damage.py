@@ -23,7 +23,7 @@ import pytest
 from letitloop.errors import JournalUnavailableError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal
-from letitloop.journal.duckdb._log import Log, _frames, frame
+from letitloop.journal.duckdb.owner._log import Log, _frames, frame
 from tests.trust.trust_helpers import ROOT, Worker, owner_pid, pid_alive, wait_until
 
 STEPS = 40

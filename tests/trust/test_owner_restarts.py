@@ -29,7 +29,7 @@ def _owners_of(journal_path: Path) -> list[int]:
             cmd = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"letitloop.journal.duckdb._owner" in cmd and str(journal_path).encode() in cmd:
+        if b"letitloop.journal.duckdb.owner" in cmd and str(journal_path).encode() in cmd:
             found.append(int(name))
     return found
 

@@ -229,7 +229,7 @@ _VALUES += [[], [1, "a"], {}, {"k": "step"}, {"op": "stop"}]
 
 def test_the_fuzzer_corpus_holds_every_operation_the_owner_accepts() -> None:
     """A new owner operation is fuzzed too: the corpus has a well-formed request of each."""
-    from letitloop.journal.duckdb._requests import SHAPES, check
+    from letitloop.journal.duckdb.owner._requests import SHAPES, check
 
     assert {req["op"] for req in _CORPUS} == set(SHAPES)
     for req in _CORPUS:

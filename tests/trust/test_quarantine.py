@@ -19,7 +19,7 @@ from letitloop import durable, step
 from letitloop.cli import lil
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import open_journal, stop_owner
-from letitloop.journal.duckdb._log import frame
+from letitloop.journal.duckdb.owner._log import frame
 
 
 def _poison(path: Path, run_id: str) -> None:
@@ -102,7 +102,7 @@ def test_store_folds_the_good_records_of_a_batch_and_sets_the_bad_one_aside(
     tmp_path: Path,
 ) -> None:
     """The live path (a batch folded while serving): only the bad record is set aside."""
-    from letitloop.journal.duckdb._store import Store
+    from letitloop.journal.duckdb.owner._store import Store
 
     store = Store(tmp_path / "j.duckdb")
     ts = time.time()

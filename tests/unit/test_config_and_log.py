@@ -9,7 +9,7 @@ import pytest
 
 from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._config import JournalPaths, find_journal
-from letitloop.journal.duckdb._log import Log, frame
+from letitloop.journal.duckdb.owner._log import Log, frame
 
 
 def test_explicit_then_env_then_pyproject_then_project_root(

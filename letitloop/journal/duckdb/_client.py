@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
-import sys
 import time
 from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from letitloop import errors as _errors
-from letitloop.errors import JournalUnavailableError, JournalVersionError, LetItLoopError
+from letitloop.errors import JournalUnavailableError, LetItLoopError
 from letitloop.journal import _checkpoints
-from letitloop.journal._config import JournalPaths, env_float, find_journal, make_journal_dir
+from letitloop.journal._config import JournalPaths, find_journal
 from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
@@ -42,20 +39,16 @@ from letitloop.journal._records import (
 from letitloop.journal._state import run_state
 from letitloop.journal._writes import RecordWrites
 from letitloop.journal.duckdb import _wire
-
-# How long a call waits for the owner's answer before raising (an owner that is SIGSTOPped,
-# hung or swamped). A workflow's own writes and reads (open_run, append, output...) wait
-# longer, so a briefly stopped owner costs a pause, not a failed run.
-READ_TIMEOUT = env_float("LIL_READ_TIMEOUT", 15.0)
-WRITE_TIMEOUT = env_float("LIL_WRITE_TIMEOUT", 120.0)
-WORKFLOW_OPS = frozenset({"open_run", "append", "release", "relock", "output", "cache_get"})
-START_KILLS = 5  # owners killed by a signal while starting that are replaced before giving up
+from letitloop.journal.duckdb._connection import (
+    READ_TIMEOUT,
+    OwnerConnection,
+    pid_from,
+    reap,
+)
+from letitloop.journal.duckdb._link import Link
 
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = allocate_lock()
-_forks = [0]  # how many times this process was forked into (a system call saved per request)
-os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
-_spawned: list[Any] = []  # subprocess.Popen objects of owners this process started
 
 
 def open_journal(spec: str | os.PathLike[str] | None = None) -> OwnerJournal:
@@ -74,12 +67,12 @@ def stop_owner(spec: str | os.PathLike[str] | None = None, timeout: float = 10.0
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.connect(str(paths.socket))
-        link = _Link(sock)
+        link = Link(sock)
         session = f"{os.getpid()}@{socket.gethostname()}/stop"
         link.call({"op": "hello", "session": session}, READ_TIMEOUT)
         pid = int(link.call({"op": "stop"}, READ_TIMEOUT)["pid"])
     except TimeoutError:
-        pid = _pid_from(paths.pid_file)
+        pid = pid_from(paths.pid_file)
         raise JournalUnavailableError(
             f"the journal owner (pid {pid}) for {paths.db} did not answer within "
             f"{READ_TIMEOUT:g} s: it is stopped (SIGSTOP, Ctrl-Z), hung, or overloaded",
@@ -95,141 +88,17 @@ def stop_owner(spec: str | os.PathLike[str] | None = None, timeout: float = 10.0
         journal.close()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        _reap()
+        reap()
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return pid
         if not paths.pid_file.exists() and not paths.socket.exists():
             time.sleep(0.02)  # pid file goes last; give the process a moment to exit
-            _reap()
+            reap()
             return pid
         time.sleep(0.01)
     return pid
-
-
-def _owner_path() -> list[str]:
-    """The owner's module path (it starts with ``-S``, without ``site``): this package's root,
-    then this process's path as ``site`` and ``PYTHONPATH`` made it, less the script's own
-    directory, so the owner imports the same letitloop, msgpack and duckdb as its client."""
-    pkg_root = str(Path(__file__).resolve().parents[3])  # holds letitloop/
-    out = [pkg_root]
-    for entry in sys.path[0 if sys.flags.safe_path else 1 :]:
-        if entry and entry not in out:
-            out.append(entry)
-    return out
-
-
-def _raise(error: dict[str, Any]) -> None:
-    cls = getattr(_errors, str(error.get("type")), None)
-    if not (isinstance(cls, type) and issubclass(cls, LetItLoopError)):
-        cls = _errors.JournalError
-    raise cls(
-        str(error.get("message")),
-        fix=error.get("fix"),
-        run_id=error.get("run_id"),
-        step=error.get("step"),
-        position=error.get("position"),
-    )
-
-
-def _pid_from(pid_file: Path) -> int:
-    """The pid an owner wrote to its pid file, or 0."""
-    import json
-
-    try:
-        return int(json.loads(pid_file.read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0
-
-
-def _reap() -> None:
-    """Collect owners this process started that have exited, so none stays a zombie."""
-    for proc in list(_spawned):
-        if proc.poll() is not None:
-            _spawned.remove(proc)
-
-
-class _Link:
-    """One socket to the owner, one request in flight.
-
-    The socket stays in blocking mode with its wait bounded by the kernel (``SO_RCVTIMEO`` and
-    ``SO_SNDTIMEO``), changed only when a call's limit differs by more than a few percent: a
-    Python timeout would cost a ``poll`` before every send and receive and an ``ioctl`` per
-    change, three to six system calls per step. A call times out at its limit or up to 5 %
-    after it, never before.
-    """
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.count = 0
-        self.bound = 0.0  # the kernel's wait bound, in seconds (0: none)
-        sock.settimeout(None)
-
-    def _bound(self, left: float | None) -> None:
-        """Make each blocking send or receive give up after ``left`` s (or up to 5 % later)."""
-        if left is None:
-            if self.bound:
-                self._set_bound(0.0)
-            return
-        if not left <= self.bound <= 1.05 * left:
-            self._set_bound(max(0.001, 1.02 * left))
-
-    def _set_bound(self, seconds: float) -> None:
-        whole = int(seconds)
-        value = struct.pack("ll", whole, int((seconds - whole) * 1e6))
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-        self.bound = seconds
-
-    def call(self, req: dict[str, Any], timeout: float | None = None) -> Any:
-        """The reply to ``req``; ``TimeoutError`` if it takes longer than ``timeout`` s."""
-        self.count += 1
-        req["id"] = self.count
-        data = _wire.pack(req)
-        self._check_size(req, data)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        self._bound(timeout)
-        try:
-            self.sock.sendall(data)
-        except BlockingIOError:  # the bound passed: the owner took nothing for that long
-            raise TimeoutError(f"no room to send {req.get('op')!r} within {timeout} s") from None
-        while True:
-            try:
-                msg = _wire.recv(self.sock)
-            except BlockingIOError:  # (the link is closed then: a reply may be half read)
-                raise TimeoutError(f"no reply to {req.get('op')!r} in {timeout} s") from None
-            if msg.get("re", self.count) == self.count:
-                return msg  # (an owner older than request ids does not tag replies)
-            if deadline is not None:
-                self._bound(max(0.001, deadline - time.monotonic()))
-
-    def send(self, req: dict[str, Any], timeout: float | None = None) -> None:
-        data = _wire.pack(req)
-        self._check_size(req, data)
-        self._bound(timeout)
-        try:
-            self.sock.sendall(data)
-        except BlockingIOError:
-            raise TimeoutError(f"no room to send {req.get('op')!r} within {timeout} s") from None
-
-    def unbounded(self) -> socket.socket:
-        """The socket, waiting as long as it takes (a subscription's pushes come when they come)."""
-        self._bound(None)
-        return self.sock
-
-    @staticmethod
-    def _check_size(req: dict[str, Any], data: bytes) -> None:
-        if len(data) - 4 > _wire.MAX_REQUEST:
-            raise _errors.JournalError(
-                f"a {req.get('op')!r} request of {len(data) - 4} bytes exceeds the journal's "
-                f"limit of {_wire.MAX_REQUEST} bytes (a step's output is sent in one request)",
-                fix="keep large data outside the journal (a file, object storage) and return "
-                "its path or URL from the step",
-            )
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 class _Sub:
@@ -238,7 +107,7 @@ class _Sub:
     def __init__(self, journal: OwnerJournal, callback: Any, run_id: str | None) -> None:
         self.journal, self.callback, self.run_id = journal, callback, run_id
         self.closed = False
-        self.link: _Link | None = None
+        self.link: Link | None = None
         import threading  # only a subscription runs a thread
 
         self.thread = threading.Thread(target=self._loop, name="lil-subscription", daemon=True)
@@ -291,279 +160,13 @@ def _event(e: dict[str, Any]) -> EventInfo:
     )
 
 
-class OwnerJournal(RecordWrites):
+class OwnerJournal(OwnerConnection, RecordWrites):
     """See the module docstring. Thread-safe: each concurrent call uses its own connection."""
 
     def __init__(self, path: Path) -> None:
-        self.paths = JournalPaths(path)
-        self.location = str(path)
-        self.closed = False
-        self._pool: list[_Link] = []
-        self._lock = allocate_lock()
-        self._leases: dict[str, str] = {}  # run -> the invocation (one call) holding it
-        self._pid = os.getpid()
-        self._forks = _forks[0]
-        self._new_session()
-        self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
-        self.read_timeout = env_float("LIL_READ_TIMEOUT", READ_TIMEOUT)
-        self.write_timeout = env_float("LIL_WRITE_TIMEOUT", WRITE_TIMEOUT)
-        self._start_kills = 0
-        self.journal_id = ""
-        self.owner_pid = 0
-        self.owner_features: frozenset[str] = frozenset()
-        self._ready_fd = -1
-        self._log_from = 0
+        self._init_connection(path)
         link = self._connect()
         self._pool.append(link)
-
-    def _new_session(self) -> None:
-        self.session = f"{os.getpid()}@{socket.gethostname()}/{os.urandom(6).hex()}"
-
-    # -- connections --------------------------------------------------------------------------
-
-    def _connect(self, answer_by: float | None = None) -> _Link:
-        """Connect and say hello, starting the owner if nobody answers.
-
-        An owner that accepts the connection but does not answer its hello by ``answer_by``
-        (monotonic; default: the read timeout from now) is stopped or hung: that raises at
-        once, naming its pid, since starting another owner cannot help while it holds the lock.
-        """
-        deadline = time.monotonic() + self.connect_timeout
-        if answer_by is None:
-            answer_by = time.monotonic() + self.read_timeout
-        spawned_at = -1.0
-        delay = 0.001
-        while True:
-            sock = socket.socket(socket.AF_UNIX)
-            try:
-                sock.connect(str(self.paths.socket))
-                link = _Link(sock)
-                hello = link.call(
-                    {"op": "hello", "session": self.session},
-                    max(0.001, answer_by - time.monotonic()),
-                )
-                self._check_hello(hello)
-                self._start_kills = 0
-                return link
-            except TimeoutError:
-                sock.close()
-                raise self._no_answer("hello", answer_by) from None
-            except PermissionError as exc:
-                sock.close()
-                raise JournalUnavailableError(
-                    f"this user may not use the journal {self.location}: connecting to its "
-                    f"owner's socket {self.paths.socket} failed ({exc.strerror})",
-                    fix="run as the journal's user, or have it shared with your group "
-                    '([tool.letitloop] share_with_group = "GROUP", see docs/security.md)',
-                ) from None
-            except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, EOFError):
-                sock.close()
-            except OSError:
-                sock.close()
-            now = time.monotonic()
-            if now > deadline:
-                raise JournalUnavailableError(
-                    f"the journal owner for {self.location} did not answer within "
-                    f"{self.connect_timeout:.0f} s{self._owner_log_tail()}",
-                    fix="run `lil journal doctor` to see why; check that the directory is on a "
-                    "local disk and writable",
-                )
-            if spawned_at < 0 or (now - spawned_at > 2.0 and not self._spawn_alive()):
-                self._spawn()
-                spawned_at = now
-            if self._ready_fd >= 0:  # our owner says when it listens (or closes it when it exits)
-                import select
-
-                if select.select([self._ready_fd], [], [], 0.5)[0]:
-                    ready = os.read(self._ready_fd, 1) == b"R"
-                    os.close(self._ready_fd)
-                    self._ready_fd = -1
-                    if not ready and self._check_spawned_owner():  # killed while starting
-                        spawned_at = -1.0
-                continue
-            time.sleep(delay)
-            delay = min(delay * 2, 0.02)
-
-    def _check_hello(self, hello: dict[str, Any]) -> None:
-        if not hello.get("ok"):
-            _raise(hello["error"])
-        if hello["protocol"] != _wire.PROTOCOL:
-            raise JournalVersionError(
-                f"the journal owner (pid {hello.get('pid')}, letitloop {hello.get('version')}) "
-                f"speaks protocol {hello['protocol']}, this process speaks {_wire.PROTOCOL}",
-                fix="run `lil journal stop` once no run is executing; the next call starts an "
-                "owner of this version",
-            )
-        self.journal_id = hello["journal_id"]
-        self.owner_pid = hello["pid"]
-        # what this owner accepts beyond its protocol's core (an older owner lists nothing)
-        self.owner_features = frozenset(f for f in hello.get("features") or () if type(f) is str)
-
-    def _check_spawned_owner(self) -> bool:
-        """The owner we started exited before listening: True if it should be started again
-        (a signal killed it, up to ``START_KILLS`` times); raise, with its log, if it failed."""
-        proc = _spawned[-1] if _spawned else None
-        if proc is None:
-            return False
-        try:
-            proc.wait(timeout=5)
-        except Exception:  # still running: the connect loop will see what it does
-            return False
-        if proc.returncode < 0 and self._start_kills < START_KILLS:
-            self._start_kills += 1  # killed from outside (OOM killer, a kill -9): not its fault
-            return True
-        if proc.returncode != 0:
-            raise JournalUnavailableError(
-                f"the journal owner for {self.location} exited with status {proc.returncode}"
-                f"{self._owner_log_tail()}",
-                fix="read the owner's log above; `lil journal doctor` checks the usual causes",
-            )
-        return False
-
-    def _no_answer(self, op: object, deadline: float, limit: float | None = None) -> Exception:
-        """The error for an owner that took the connection but did not answer in time."""
-        pid = self.owner_pid or _pid_from(self.paths.pid_file)
-        who = f"the journal owner (pid {pid})" if pid else "the journal owner"
-        waited = f" within {limit:g} s" if limit is not None else ""
-        return JournalUnavailableError(
-            f"{who} for {self.location} did not answer {op!r}{waited}: it is stopped "
-            "(SIGSTOP, Ctrl-Z), hung, or overloaded",
-            fix=(
-                f"resume it (`kill -CONT {pid}`) or end it (`kill {pid}`; the next call starts "
-                "a new owner)"
-                if pid
-                else "run `lil journal doctor`"
-            )
-            + "; the limits are LIL_READ_TIMEOUT and, for a workflow's writes, "
-            "LIL_WRITE_TIMEOUT (seconds)",
-        )
-
-    def _spawn_alive(self) -> bool:
-        _reap()
-        return bool(_spawned)
-
-    def _spawn(self) -> None:
-        import subprocess
-
-        _reap()
-        make_journal_dir(self.paths.root)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(_owner_path())
-        if self._ready_fd >= 0:
-            os.close(self._ready_fd)
-        self._ready_fd, ready_w = os.pipe()
-        log_fd = os.open(self.paths.owner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with open(log_fd, "ab") as log:
-            self._log_from = log.seek(0, os.SEEK_END)  # show people only what this owner wrote
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-S",  # no site: its .pth files cost more than the owner's own imports
-                    "-m",
-                    "letitloop.journal.duckdb._owner",
-                    "--journal",
-                    self.location,
-                ]
-                + ["--ready-fd", str(ready_w)],
-                pass_fds=(ready_w,),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                close_fds=True,
-                env=env,
-                cwd=str(self.paths.root),
-            )
-        os.close(ready_w)
-        _spawned.append(proc)
-
-    def _owner_log_tail(self) -> str:
-        try:
-            with open(self.paths.owner_log, "rb") as f:
-                f.seek(self._log_from)
-                text = f.read().decode(errors="replace")
-        except OSError:
-            return ""
-        tail = text.strip().splitlines()[-8:]
-        return ("; the owner's log ends:\n    " + "\n    ".join(tail)) if tail else ""
-
-    def _take(self, answer_by: float | None = None) -> _Link:
-        if _forks[0] != self._forks:  # forked: the parent's sockets and leases are not ours
-            self._forks, self._pid = _forks[0], os.getpid()
-            self._pool, self._leases = [], {}
-            self._new_session()
-        with self._lock:
-            if self._pool:
-                return self._pool.pop()
-        return self._connect(answer_by)
-
-    def _give(self, link: _Link) -> None:
-        with self._lock:
-            self._pool.append(link)
-
-    def _call(self, req: dict[str, Any], reply: bool = True) -> Any:
-        """Send a request, reconnecting and resending if the owner went away meanwhile; raise
-        ``JournalUnavailableError`` if no answer comes within the op's limit (see above)."""
-        if self.closed:
-            raise _errors.JournalError(f"journal {self.location} was closed")
-        op = req.get("op")
-        limit = self.write_timeout if op in WORKFLOW_OPS else self.read_timeout
-        limit += float(req.get("lock_timeout") or 0)  # the owner itself waits that long
-        deadline = time.monotonic() + limit
-        link = self._take(deadline)
-        failures = 0
-        while True:
-            try:
-                left = max(0.001, deadline - time.monotonic())
-                if not reply:
-                    link.send(req, left)
-                    self._give(link)
-                    return None
-                msg = link.call(req, left)
-                break
-            except TimeoutError:
-                link.close()
-                raise self._no_answer(op, deadline, limit) from None
-            except OSError:
-                link.close()
-                failures += 1
-                if failures > 5:  # each new owner died on this request: something is wrong
-                    raise JournalUnavailableError(
-                        f"the journal owner for {self.location} stopped {failures} times while "
-                        f"serving {req.get('op')!r}{self._owner_log_tail()}",
-                        fix="read the owner's log above; `lil journal doctor` checks the usual "
-                        "causes",
-                    ) from None
-                link = self._reconnect(deadline)
-        self._give(link)
-        if not msg.get("ok"):
-            _raise(msg["error"])
-        return msg
-
-    def _reconnect(self, deadline: float) -> _Link:
-        """A new connection after the owner died, with this process's leases taken again."""
-        with self._lock:
-            for old in self._pool:
-                old.close()
-            self._pool.clear()
-        while True:  # the new owner may die too, even while we take our leases back
-            link = self._connect(deadline)
-            if not self._leases:
-                return link
-            try:
-                left = max(0.001, deadline - time.monotonic())
-                relock = {"op": "relock", "runs": sorted(self._leases), "invs": dict(self._leases)}
-                msg = link.call(relock, left)
-            except TimeoutError:
-                link.close()
-                raise self._no_answer("relock", deadline) from None
-            except OSError:
-                link.close()
-                continue
-            if not msg.get("ok"):
-                link.close()
-                _raise(msg["error"])
-            return link
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -629,11 +232,9 @@ class OwnerJournal(RecordWrites):
         return match_run(text, self._call({"op": "run_ids"})["runs"])
 
     def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
-        from letitloop.journal.duckdb._reads import RESULTS_PER_REQUEST
-
         ids, out = list(run_ids), {}
-        for i in range(0, len(ids), RESULTS_PER_REQUEST):
-            msg = self._call({"op": "results", "runs": ids[i : i + RESULTS_PER_REQUEST]})
+        for i in range(0, len(ids), _wire.RESULTS_PER_REQUEST):
+            msg = self._call({"op": "results", "runs": ids[i : i + _wire.RESULTS_PER_REQUEST]})
             out.update({r[0]: (r[1], r[2]) for r in msg["results"]})
         return out
 

@@ -18,6 +18,7 @@ MAX_MESSAGE = 1 << 30  # the largest reply a client accepts
 # the largest request an owner accepts: a longer length prefix is refused before any byte of
 # its body is buffered (a step's output travels in one request, so this bounds outputs too)
 MAX_REQUEST = 256 << 20
+RESULTS_PER_REQUEST = 1000  # run ids one ``results`` request may name (replies stay small)
 
 
 def pack(obj: Any) -> bytes:

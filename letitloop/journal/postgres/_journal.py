@@ -29,35 +29,25 @@ from letitloop.errors import (
 )
 from letitloop.journal._config import env_float
 from letitloop.journal._contract import (
-    ApprovalInfo,
-    CacheEntry,
-    CheckpointRow,
     Encoded,
-    EventInfo,
     Notice,
-    Proposal,
-    RunDetail,
-    RunInfo,
     RunState,
 )
 from letitloop.journal._records import (
     JOURNAL_KINDS,
     Record,
-    budget_record,
-    cache_record,
 )
 from letitloop.journal._state import (
     JournalState,
     RunEntry,
-    rearm_record,
-    reset_record,
-    resolve_record,
     run_state,
 )
 from letitloop.journal._writes import RecordWrites
-from letitloop.journal.postgres import _limits, _reads, _schema
+from letitloop.journal.postgres import _connection, _limits, _reads, _schema
+from letitloop.journal.postgres._decisions import PgDecisions
+from letitloop.journal.postgres._journal_reads import PgReads
 from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
-from letitloop.journal.postgres._listen import Follower, Notifier, Subscription
+from letitloop.journal.postgres._listen import Follower, Notifier
 from letitloop.journal.postgres._writes import HOT_SYNC, HOT_UNWAITED, hot_params, project
 
 T = TypeVar("T")
@@ -76,7 +66,7 @@ def open_journal(url: str) -> PgJournal:
         return journal
 
 
-class PgJournal(RecordWrites):
+class PgJournal(PgReads, PgDecisions, RecordWrites):
     """See the module docstring. Thread-safe: calls share one connection under a lock."""
 
     def __init__(self, url: str) -> None:
@@ -109,43 +99,7 @@ class PgJournal(RecordWrites):
 
     def _connect(self, migrate: bool = False) -> Any:
         """A new autocommit connection on the journal's schema (migrating it on first use)."""
-        deadline = time.monotonic() + self.connect_timeout
-        pause = 0.05
-        while True:
-            try:
-                conn = psycopg.connect(
-                    self.where.dsn,
-                    autocommit=True,
-                    connect_timeout=max(2, int(self.connect_timeout)),
-                    keepalives=1,
-                    keepalives_idle=max(1, int(self.ttl / 3)),
-                    keepalives_interval=max(1, int(self.ttl / 6)),
-                    keepalives_count=3,
-                    application_name="letitloop",
-                )
-                break
-            except psycopg.OperationalError as exc:
-                if time.monotonic() + pause > deadline:
-                    raise JournalUnavailableError(
-                        f"cannot reach the PostgreSQL journal {self.location}: {str(exc).strip()}",
-                        fix="check that the server runs and the URL (host, port, user, "
-                        "database) is right; `psql URL` should connect",
-                    ) from None
-                time.sleep(pause)
-                pause = min(1.0, pause * 2)
-        try:
-            if migrate:
-                _schema.migrate(conn, self.where, by=self.session.split("/", 1)[0])
-            else:
-                version = _schema.current_version(conn, self.where.schema)
-                _schema.check_not_newer(version, self.where)
-        except psycopg.Error as exc:
-            conn.close()
-            raise refused(exc, self.location) from None
-        conn.execute(f'SET search_path TO "{self.where.schema}"')
-        idle = max(5, int(self.ttl))  # a frozen writer mid-transaction must not hold events back
-        conn.execute(f"SET idle_in_transaction_session_timeout = '{idle}s'")
-        return conn
+        return _connection.connect(self, migrate)
 
     def _fresh(self) -> Any:
         """A connection for a helper thread (notifier, follower)."""
@@ -168,7 +122,11 @@ class PgJournal(RecordWrites):
                         self._reconnect()
                     return fn(self._conn)
                 except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                    if self._conn is not None and not self._conn.closed and not _broken(exc):
+                    if (
+                        self._conn is not None
+                        and not self._conn.closed
+                        and not _connection.broken(exc)
+                    ):
                         raise JournalError(f"PostgreSQL journal: {str(exc).strip()}") from None
                     self._drop_conn()
                     failures += 1
@@ -180,7 +138,7 @@ class PgJournal(RecordWrites):
                         ) from None
                     time.sleep(min(1.0, 0.05 * failures))
                 except psycopg.Error as exc:
-                    raise refused(exc, self.location) from None
+                    raise _connection.refused(exc, self.location) from None
 
     def _drop_conn(self) -> None:
         self._cache.clear()
@@ -589,185 +547,6 @@ class PgJournal(RecordWrites):
     def _append_to_run(self, run_id: str, records: list[Record]) -> None:
         self.append(records)
 
-    def _mutate(self, run_id: str, build: Callable[[RunEntry], Record]) -> None:
-        """Write the record ``build`` makes from the run's current state (resolve, reset...)."""
-        if self._held:
-            self._flush()
-
-        def mutate(conn: Any) -> None:
-            state = JournalState()
-            try:
-                with conn.transaction():
-                    cur = conn.cursor()
-                    self._load(cur, state, run_id, fence=True)
-                    entry = state.runs.get(run_id)
-                    if entry is None:
-                        raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
-                    rec = build(entry)
-                    if state.check(rec, self.session):
-                        state.apply(rec)
-                        project(cur, [rec])
-                    cur.execute("UPDATE runs SET rev = rev + 1 WHERE run_id = %s", [run_id])
-            finally:
-                self._cache.pop(run_id, None)
-
-        self._run(mutate)
-        self._poke()
-
-    def resolve_marker(
-        self, run_id: str, marker: str | int, resolution: str, by: str, comment: str | None = None
-    ) -> None:
-        self._mutate(run_id, lambda e: resolve_record(e, marker, resolution, by, comment))
-
-    def set_budget(
-        self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
-    ) -> None:
-        self._mutate(run_id, lambda e: budget_record(run_id, e.epoch, usd_micros, tokens, by))
-
-    def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
-        self._mutate(run_id, lambda e: rearm_record(e, step, by))
-
-    def reset_run(self, run_id: str, by: str, comment: str | None = None) -> None:
-        self._mutate(run_id, lambda e: reset_record(e, by, comment))
-
-    def cache_put(
-        self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
-    ) -> None:
-        self.append([cache_record(key, fn, *encoded, cost_micros, expires)], sync=False)
-
-    def gc(self, *, older_than: float, statuses: Sequence[str] = ("completed",)) -> int:
-        def gc(conn: Any) -> int:
-            with conn.transaction():
-                cur = conn.cursor()
-                doomed = [
-                    r[0]
-                    for r in cur.execute(
-                        "SELECT run_id FROM runs r WHERE status = ANY(%(st)s) AND updated < "
-                        f"%(before)s AND workflow NOT LIKE 'langgraph:%%' AND NOT "
-                        f"{_reads.LEASE_ALIVE} FOR UPDATE",
-                        {"st": list(statuses), "before": older_than, "ttl": self.ttl},
-                    ).fetchall()
-                ]
-                for table in ("steps", "events", "approvals", "runs"):
-                    cur.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", [doomed])
-                return len(doomed)
-
-        return self._run(gc)
-
-    # -- reads --------------------------------------------------------------------------------
-
-    def _read(self, fn: Callable[[Any], T]) -> T:
-        if self._held:
-            self._flush()  # read your own writes
-        return self._run(lambda conn: fn(conn.cursor()))
-
-    def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
-        row = self._read(
-            lambda cur: cur.execute(
-                "SELECT codec, output FROM steps WHERE run_id = %s AND epoch = %s AND "
-                "position = %s AND attempt = %s",
-                [run_id, epoch, position, attempt],
-            ).fetchone()
-        )
-        if row is None or row[0] is None:
-            raise JournalError(
-                f"no output for run {run_id} epoch {epoch} position {position} attempt {attempt}",
-                run_id=run_id,
-                position=position,
-            )
-        return row[0], bytes(row[1])
-
-    def list_runs(
-        self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
-    ) -> list[RunInfo]:
-        return self._read(
-            lambda cur: _reads.list_runs(
-                cur, self.ttl, status=status, workflow=workflow, limit=limit
-            )
-        )
-
-    def get_run(self, run_id: str) -> RunDetail:
-        def detail(cur: Any) -> RunDetail:
-            runs = _reads.list_runs(
-                cur, self.ttl, status=None, workflow=None, limit=1, run_id=run_id
-            )
-            if not runs:
-                raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
-            run = runs[0]
-            row = cur.execute(
-                "SELECT result_codec, result, entry, args_codec, args, result_shown FROM runs "
-                "WHERE run_id = %s",
-                [run_id],
-            ).fetchone()
-            shown = {"result_shown": row[5]} if "result_shown" in RunDetail._fields else {}
-            return RunDetail(
-                run,
-                _reads.attempts(cur, run_id, run.epoch),
-                (row[0], bytes(row[1])) if row[0] else None,
-                row[2],
-                (row[3], bytes(row[4])) if row[3] else None,
-                **shown,
-            )
-
-        return self._read(detail)
-
-    def results(self, run_ids: Sequence[str]) -> dict[str, Encoded]:
-        rows = self._read(
-            lambda cur: cur.execute(
-                "SELECT run_id, result_codec, result FROM runs WHERE run_id = ANY(%s) AND "
-                "status = 'completed' AND result_codec IS NOT NULL",
-                [list(run_ids)],
-            ).fetchall()
-        )
-        return {r[0]: (r[1], bytes(r[2])) for r in rows}
-
-    def find_run(self, text: str) -> str:
-        from letitloop.journal._memory import match_run
-
-        ids = self._read(lambda cur: [r[0] for r in cur.execute("SELECT run_id FROM runs")])
-        return match_run(text, ids)
-
-    def events(
-        self, *, after: int = 0, run_id: str | None = None, limit: int = 1000
-    ) -> list[EventInfo]:
-        return self._read(lambda cur: _reads.events(cur, after, run_id, limit))
-
-    def subscribe(
-        self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None
-    ) -> Subscription:
-        with self._lock:
-            if self._follower is None or self._follower.closed:
-                self._follower = Follower(self._fresh, self.where.channel, self.ttl)
-            return self._follower.add(callback, run_id)
-
-    def cache_get(self, key: str) -> CacheEntry | None:
-        return self._read(lambda cur: _reads.cache_get(cur, key))
-
-    def cache_list(self, limit: int = 100) -> list[CacheEntry]:
-        return self._read(lambda cur: _reads.cache_list(cur, limit))
-
-    def proposals(self, state: str | None = None) -> list[Proposal]:
-        return self._read(lambda cur: _reads.proposals(cur, state))
-
-    def approvals(
-        self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
-    ) -> list[ApprovalInfo]:
-        return self._read(lambda cur: _reads.approvals(cur, status, run_id, limit))
-
-    def checkpoints(
-        self,
-        *,
-        thread_id: str | None = None,
-        ns: str | None = None,
-        checkpoint_id: str | None = None,
-        before: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> list[CheckpointRow]:
-        req: dict[str, Any] = {"thread": thread_id, "ns": ns, "cid": checkpoint_id}
-        req |= {"before": before, "filter": filter, "limit": limit}
-        return self._read(lambda cur: _reads.checkpoints(cur, req))
-
     # -- shared rate limits and notifications (postgres._limits) -------------------------------
 
     def take_capacity(self, name: str, rpm: int | None, tpm: int | None, tokens: int = 0) -> float:
@@ -807,22 +586,3 @@ class PgJournal(RecordWrites):
                 helper.close()
         with self._lock:
             self._drop_conn()
-
-
-def refused(exc: psycopg.Error, location: str) -> JournalError:
-    """A statement PostgreSQL refused, as a journal error that says what to do."""
-    text = " ".join(str(exc).split())
-    if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
-        return JournalError(
-            f"the PostgreSQL role of {location} may not do this: {text}",
-            fix="read-only roles can list and inspect runs but not decide, resolve, cancel or run "
-            "workflows; use a role granted INSERT, UPDATE and DELETE on the journal's schema "
-            "(docs/postgres.md, roles)",
-        )
-    return JournalError(f"PostgreSQL journal {location}: {text}")
-
-
-def _broken(exc: BaseException) -> bool:
-    """Whether an error means the connection (or the server) is gone, not the statement."""
-    sqlstate = getattr(exc, "sqlstate", None)
-    return sqlstate is None or sqlstate.startswith(("08", "57P"))

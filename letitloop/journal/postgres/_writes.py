@@ -1,8 +1,8 @@
 """Records into tables: what one accepted record changes in the PostgreSQL journal.
 
 ``project`` runs inside the writing transaction, after the shared state machine accepted the
-records, so the tables change exactly when the records commit. The projections are the DuckDB
-store's (``journal.duckdb._store``), in PostgreSQL's dialect; every record also becomes one
+records, so the tables change exactly when the records commit. The projections are the ones
+every backend shares (``journal._rows``), in PostgreSQL's dialect; every record also becomes one
 ``events`` row whose unique natural key makes a resend after a reconnect a no-op.
 """
 
@@ -12,26 +12,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from letitloop.journal import _rows
 from letitloop.journal._checkpoints import run_id_of
 from letitloop.journal._records import CHECKPOINT_KINDS, Record, natural_key, without_payload
 from letitloop.journal.postgres._schema import SEQ_SHIFT
 
-_STEP_COLS = (
-    "run_id epoch position attempt kind name fingerprint status started ended codec output size "
-    "error next_position resolution resolved_by cost_micros tokens_in tokens_out model cache "
-    "saved_micros shown"
-).split()
-_KEY_COLS = ("run_id", "epoch", "position", "attempt")
+_STEP_COLS = _rows.STEP_COLS
 _UPSERT_STEP = (
     f"INSERT INTO steps ({', '.join(_STEP_COLS)}) VALUES ({', '.join(['%s'] * len(_STEP_COLS))}) "
-    "ON CONFLICT (run_id, epoch, position, attempt) DO UPDATE SET "
-    "status = CASE WHEN excluded.status IS NULL OR (excluded.status = 'started' AND "
-    "steps.status <> 'started') THEN steps.status ELSE excluded.status END, "
-    + ", ".join(
-        f"{c} = COALESCE(excluded.{c}, steps.{c})"
-        for c in _STEP_COLS
-        if c not in _KEY_COLS and c != "status"
-    )
+    f"ON CONFLICT (run_id, epoch, position, attempt) DO UPDATE SET {_rows.STEP_MERGE}"
 )
 _INSERT_EVENTS = (
     "INSERT INTO events (seq, key, run_id, kind, epoch, position, attempt, name, ts, data) "
@@ -70,13 +59,13 @@ HOT_UNWAITED = _HOT.format(sync=", set_config('synchronous_commit', 'off', true)
 def hot_params(records: Sequence[Record]) -> tuple[str, str] | None:
     """The JSON parameters (events, step rows) of ``HOT_SYNC`` for records that change only
     ``events`` and ``steps``; None when one of them needs another table (the caller projects)."""
-    steps: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+    steps: dict[_rows.StepKey, dict[str, Any]] = {}
     events = []
     for rec in records:
         k = rec["k"]
         if "pos" not in rec or k in ("rewind", "answer") or (k == "step" and rec.get("ask")):
             return None
-        _merge_step(steps, rec)
+        _rows.merge_step(steps, rec)
         events.append(
             (
                 natural_key(rec),
@@ -92,7 +81,7 @@ def hot_params(records: Sequence[Record]) -> tuple[str, str] | None:
         )
     rows = []
     for key, row in steps.items():
-        values: dict[str, Any] = dict(zip(_KEY_COLS, key, strict=True)) | row
+        values: dict[str, Any] = dict(zip(_rows.KEY_COLS, key, strict=True)) | row
         if (out := values.get("output")) is not None:
             values["output"] = "\\x" + out.hex()
         if (err := values.get("error")) is not None:
@@ -101,23 +90,19 @@ def hot_params(records: Sequence[Record]) -> tuple[str, str] | None:
     return json.dumps(events, default=str), json.dumps(rows, default=str)
 
 
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, default=str)
-
-
 def project(cur: Any, records: Sequence[Record]) -> None:
     """Write the tables' side of ``records`` (already accepted, in order) on ``cur``."""
     if not records:
         return
     _insert_events(cur, records)
-    steps: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+    steps: dict[_rows.StepKey, dict[str, Any]] = {}
     for rec in records:
         k = rec["k"]
         if k == "rewind":
             _flush_steps(cur, steps)
             _rewind(cur, rec)
         elif "pos" in rec and k != "answer":
-            _merge_step(steps, rec)
+            _rows.merge_step(steps, rec)
             if k == "step" and rec.get("ask"):
                 _flush_steps(cur, steps)
                 _ask(cur, rec)
@@ -133,103 +118,40 @@ def project(cur: Any, records: Sequence[Record]) -> None:
 
 
 def _insert_events(cur: Any, records: Sequence[Record]) -> None:
-    cols: list[list[Any]] = [[] for _ in range(9)]
-    for rec in records:
-        row = (
-            natural_key(rec),
-            rec["run"],
-            rec["k"],
-            rec.get("epoch"),
-            rec.get("pos"),
-            rec.get("att"),
-            rec.get("name"),
-            rec["ts"],
-            json.dumps(without_payload(rec), default=str),
-        )
-        for col, value in zip(cols, row, strict=True):
-            col.append(value)
-    cur.execute(_INSERT_EVENTS, cols)
+    rows = [_rows.event_row(rec) for rec in records]
+    cur.execute(_INSERT_EVENTS, [list(col) for col in zip(*rows, strict=True)])
 
 
-def _merge_step(steps: dict[tuple[str, int, int, int], dict[str, Any]], rec: Record) -> None:
-    row = steps.setdefault((rec["run"], rec["epoch"], rec["pos"], rec["att"]), {})
-    k = rec["k"]
-    if k == "resolve":
-        row.update(resolution=rec["res"], resolved_by=rec["by"])
-        return
-    row.update(kind=rec["kind"], name=rec["name"], fingerprint=rec["fp"])
-    if k == "step":
-        row.setdefault("status", "started")
-        row["started"] = rec["ts"]
-        return
-    out = rec.get("out")
-    row.update(
-        status="completed" if k == "ok" else "failed",
-        ended=rec["ts"],
-        codec=rec.get("codec"),
-        output=out,
-        size=len(out) if out is not None else 0,
-        error=_json(rec.get("err")),
-        next_position=rec.get("next"),
-        shown=rec.get("shown"),  # a pickled output's repr, taken when written
-    )
-    if cache := rec.get("cache"):
-        row.update(cache="hit" if cache["hit"] else "miss", saved_micros=cache["saved"])
-    if cost := rec.get("cost"):
-        row.update(
-            cost_micros=cost["usd_micros"],
-            tokens_in=cost["in"],
-            tokens_out=cost["out"],
-            model=cost["model"],
-        )
-
-
-def _flush_steps(cur: Any, steps: dict[tuple[str, int, int, int], dict[str, Any]]) -> None:
+def _flush_steps(cur: Any, steps: dict[_rows.StepKey, dict[str, Any]]) -> None:
     if not steps:
         return
-    rows = []
-    for key, row in steps.items():
-        values = dict(zip(_KEY_COLS, key, strict=True)) | row
-        rows.append([values.get(name) for name in _STEP_COLS])
+    rows = _rows.step_rows(steps)
     steps.clear()
     cur.executemany(_UPSERT_STEP, rows)
 
 
 def _rewind(cur: Any, rec: Record) -> None:
-    where = "WHERE run_id = %s AND epoch = %s AND position >= %s"
-    key = [rec["run"], rec["epoch"], rec["pos"]]
-    cur.execute(f"UPDATE steps SET status = 'superseded' {where}", key)
-    cur.execute(
-        f"UPDATE approvals SET status = 'cancelled' {where} AND status = 'pending' "
-        "AND created <= %s",
-        [*key, rec["ts"]],
-    )
+    for sql, params in _rows.rewind_statements(rec):
+        cur.execute(_rows.pg(sql), params)
 
 
 def _ask(cur: Any, rec: Record) -> None:
-    a = rec["ask"]
-    cur.execute(
-        "INSERT INTO approvals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'pending', "
-        "NULL, NULL, NULL, NULL, false) ON CONFLICT DO NOTHING",
-        [a["id"], rec["run"], rec["epoch"], rec["pos"], rec["att"], rec["name"]]
-        + [a["payload"], a["schema"], rec["ts"], a["deadline"], a["on_timeout"]],
-    )
+    sql, params = _rows.ask_statement(rec)
+    cur.execute(_rows.pg(sql), params)
 
 
 def _answer(cur: Any, rec: Record) -> None:
-    # the state machine already refused a second decision; the status guard keeps it so even
-    # for a writer that bypassed it
-    cur.execute(
-        "UPDATE approvals SET status = %s, decided_by = %s, decided_at = %s, comment = %s, "
-        "edited = %s, timed_out = %s WHERE id = %s AND status = 'pending'",
-        ["approved" if rec["ok"] else "rejected", rec["by"], rec["ts"]]
-        + [rec["comment"], rec["payload"], rec["timeout"], rec["id"]],
-    )
+    sql, params = _rows.answer_statement(rec)
+    cur.execute(_rows.pg(sql), params)
 
 
 def _run_level(cur: Any, rec: Record) -> None:
     k, run_id, ts = rec["k"], rec["run"], rec["ts"]
-    if k == "run":
+    statements = _rows.run_statements(rec)
+    if statements is not None:
+        for sql, params in statements:
+            cur.execute(_rows.pg(sql), params)
+    elif k == "run":
         args = rec.get("args") or [None, None]
         cur.execute(
             "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, updated,"
@@ -242,63 +164,16 @@ def _run_level(cur: Any, rec: Record) -> None:
             [run_id, rec["wf"], rec["key"], rec["epoch"], rec["try"], ts, ts, args[0], args[1]]
             + [rec["entry"], rec["parent"], rec["by"]],
         )
-    elif k == "done":
-        cur.execute(
-            "UPDATE runs SET status = 'completed', result_codec = %s, result = %s, error = NULL,"
-            " updated = %s, result_shown = %s WHERE run_id = %s",
-            [rec["codec"], rec["out"], ts, rec.get("shown"), run_id],
-        )
-    elif k == "fail":
-        cur.execute(
-            "UPDATE runs SET status = 'failed', error = %s, updated = %s WHERE run_id = %s",
-            [_json(rec["err"]), ts, run_id],
-        )
-    elif k == "budget":
-        cur.execute(
-            "UPDATE runs SET budget_micros = %s, budget_tokens = %s, updated = %s "
-            "WHERE run_id = %s",
-            [rec["usd_micros"], rec["tokens"], ts, run_id],
-        )
-    elif k == "cancel":
-        message = f"cancelled by {rec['by']}" + (f": {rec['reason']}" if rec["reason"] else "")
-        cur.execute(
-            "UPDATE runs SET status = 'cancelled', error = %s, updated = %s WHERE run_id = %s",
-            [_json({"type": "letitloop.Cancelled", "message": message}), ts, run_id],
-        )
-        cur.execute(
-            "UPDATE approvals SET status = 'cancelled' WHERE run_id = %s AND status = 'pending'",
-            [run_id],
-        )
-    elif k == "suspend":
-        cur.execute(
-            "UPDATE runs SET status = 'suspended', error = %s, updated = %s WHERE run_id = %s",
-            [_json({"type": "letitloop.Suspended", "message": rec["reason"]}), ts, run_id],
-        )
     elif k == "reset":
         cur.execute(
             "UPDATE runs SET status = 'reset', epoch = %s, tries = 0, result = NULL, "
             "result_codec = NULL, error = NULL, updated = %s WHERE run_id = %s",
             [rec["epoch"], ts, run_id],
         )
-        cur.execute(
-            "UPDATE approvals SET status = 'cancelled' WHERE run_id = %s AND status = 'pending'",
-            [run_id],
-        )
+        sql, params = _rows.cancel_pending(run_id)
+        cur.execute(_rows.pg(sql), params)
     elif k == "restart":
         cur.execute("UPDATE runs SET updated = %s WHERE run_id = %s", [ts, run_id])
-    elif k == "propose":
-        cur.execute(
-            "INSERT INTO proposals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'pending', "
-            "NULL, NULL, NULL) ON CONFLICT DO NOTHING",
-            [rec["id"], rec["path"], rec["target"], rec["code"], rec["reason"], rec["by"], ts]
-            + [rec["base"], rec["old"], rec["origin"]],
-        )
-    elif k == "decide":
-        cur.execute(
-            "UPDATE proposals SET state = %s, decided_by = %s, decided_at = %s, note = %s "
-            "WHERE id = %s",
-            [rec["state"], rec["by"], ts, rec["note"], rec["id"]],
-        )
     elif k == "cache":
         cur.execute(
             "INSERT INTO cache VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE "
@@ -394,7 +269,7 @@ def _thread_run(
     """Keep the thread's ``runs`` row showing its newest root checkpoint's state (one
     statement: a graph writes two records per node)."""
     params = {"run": run_id_of(thread), "thread": thread, "wf": workflow, "ts": ts}
-    params |= {"put": put_status, "err": _json(error)}
+    params |= {"put": put_status, "err": _rows.to_json(error)}
     if workflow is not None:  # a put: the thread becomes (or stays) a run
         cur.execute(
             "INSERT INTO runs (run_id, workflow, run_key, epoch, status, tries, created, updated)"

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from letitloop._version import __version__ as VERSION
 from letitloop.errors import JournalError
+from letitloop.journal.duckdb import _wire
 
 if TYPE_CHECKING:
-    from letitloop.journal.duckdb._owner import Owner
+    from letitloop.journal.duckdb.owner._base import OwnerBase as Owner
 
 
 def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
@@ -103,13 +104,11 @@ def _read_approvals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[
     return {"approvals": rows}
 
 
-RESULTS_PER_REQUEST = 1000  # run ids one ``results`` request may name (replies stay small)
-
-
 def _read_results(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    if len(req["runs"]) > RESULTS_PER_REQUEST:
+    if len(req["runs"]) > _wire.RESULTS_PER_REQUEST:
         raise JournalError(
-            f"a results request names {len(req['runs'])} runs, more than {RESULTS_PER_REQUEST}",
+            f"a results request names {len(req['runs'])} runs, more than "
+            f"{_wire.RESULTS_PER_REQUEST}",
             fix="ask in chunks (the client does)",
         )
     return {"results": owner.store.results(req["runs"])}

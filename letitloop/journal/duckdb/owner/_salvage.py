@@ -18,7 +18,7 @@ from pathlib import Path
 
 from letitloop.errors import JournalError
 from letitloop.journal._config import JournalPaths
-from letitloop.journal.duckdb._log import Log, frame
+from letitloop.journal.duckdb.owner._log import Log, frame
 
 
 @dataclass

@@ -21,7 +21,7 @@ from letitloop.errors import JournalError
 if TYPE_CHECKING:
     import duckdb
 
-    from letitloop.journal.duckdb._store import Store
+    from letitloop.journal.duckdb.owner._store import Store
 
 MAX_WAITING = 8  # queries asked and not answered yet, beyond which one more is refused
 

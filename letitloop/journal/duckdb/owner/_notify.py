@@ -28,7 +28,7 @@ from letitloop.journal._outbox import (
 )
 
 if TYPE_CHECKING:
-    from letitloop.journal.duckdb._store import Store
+    from letitloop.journal.duckdb.owner._store import Store
 
 PERIOD = 0.5  # seconds between scans when nothing wakes the notifier
 KICKED = 3.0  # seconds the owner stays up after an event that may notify, to scan it
