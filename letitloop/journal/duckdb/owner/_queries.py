@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from letitloop.journal.duckdb.owner._store import Store
 
 MAX_WAITING = 8  # queries asked and not answered yet, beyond which one more is refused
+STOP_SECONDS = 10.0  # what a stop waits for the running query to take its interrupt
 
 # (connection, request, the query's answer or what it raised): sends the reply
 Reply = Callable[[Any, dict[str, Any], "dict[str, Any] | Exception"], None]
@@ -40,6 +42,7 @@ class Queries:
         self.waiting = 0
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
+        self.stopping = False  # set by close: waiting queries are answered, not run
 
     def ask(self, conn: Any, req: dict[str, Any]) -> None:
         """Queue one ``sql`` request (on the database thread, right after a fold) or refuse it."""
@@ -58,22 +61,40 @@ class Queries:
             self.thread.start()
         self.jobs.put((conn, req))
 
-    def close(self) -> None:
-        """Stop the query running now, if any, and the thread (before DuckDB is closed)."""
-        self.cur.interrupt()
+    def close(self, deadline: float = STOP_SECONDS) -> None:
+        """Stop the queries before DuckDB is closed: the waiting ones are answered at once (the
+        owner is stopping), the running one is interrupted, until the thread has ended. The
+        cursor is closed only then: closing it under a running query aborts the process."""
+        self.stopping = True
         self.jobs.put(None)
         if self.thread is not None:
-            self.thread.join(timeout=5.0)
+            until = time.monotonic() + deadline
+            while self.thread.is_alive() and time.monotonic() < until:
+                self.cur.interrupt()  # (a query that began after the last interrupt, too)
+                self.thread.join(timeout=0.05)
+            if self.thread.is_alive():  # DuckDB did not stop it: leave the cursor to exit
+                return
         self.cur.close()
 
     def _run(self) -> None:
         while (job := self.jobs.get()) is not None:
             conn, req = job
             answer: dict[str, Any] | Exception
-            try:
-                answer = self.store.sql(req["sql"], self.cur)
-            except Exception as exc:  # a failed query is its asker's error, never the owner's
-                answer = exc
+            if self.stopping:
+                answer = JournalError(
+                    "the journal owner is stopping; the query was not run",
+                    fix="ask again: the next call starts a new owner",
+                )
+            else:
+                try:
+                    answer = self.store.sql(req["sql"], self.cur)
+                except Exception as exc:  # a failed query is its asker's error, not the owner's
+                    if self.stopping:
+                        exc = JournalError(
+                            "the journal owner stopped while the query ran; it was interrupted",
+                            fix="ask again: the next call starts a new owner",
+                        )
+                    answer = exc
             with self.lock:
                 self.waiting -= 1
             self.reply(conn, req, answer)
