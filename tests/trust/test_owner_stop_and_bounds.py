@@ -198,9 +198,10 @@ def test_a_query_that_would_take_all_memory_is_refused(
                 continue
         sock.close()
         assert got is not None, "no answer"
-        assert not got["ok"] and "memory" in got["error"]["message"].lower(), got
         grown = (max(peak) - before) // 1024
         assert grown < 1024, f"the owner grew by {grown} MB for one query"
+        assert not got["ok"] and "memory" in got["error"]["message"].lower(), got
+        assert "LIL_OWNER_MEMORY_LIMIT" in got["error"]["fix"], got
         assert journal.stats()["pid"] == pid
     finally:
         journal.close()

@@ -223,8 +223,16 @@ class OwnerJournal(OwnerConnection, RecordWrites):
     def list_runs(
         self, *, status: str | None = None, workflow: str | None = None, limit: int = 100
     ) -> list[RunInfo]:
-        req = {"op": "runs", "status": status, "workflow": workflow, "limit": limit}
-        return [_run_info(r) for r in self._call(req)["runs"]]
+        """Newest first; the owner answers a bounded page at a time, so this asks for the next
+        page (after the last run of this one) until it has ``limit`` runs or there are no more."""
+        req: dict[str, Any] = {"op": "runs", "status": status, "workflow": workflow}
+        runs: list[dict[str, Any]] = []
+        while True:
+            msg = self._call(req | {"limit": limit - len(runs)})
+            runs += msg["runs"]
+            if not msg.get("more") or not msg["runs"] or len(runs) >= limit:
+                return [_run_info(r) for r in runs]
+            req["before"] = [runs[-1]["updated"], runs[-1]["run"]]
 
     def find_run(self, text: str) -> str:
         from letitloop.journal._memory import match_run
@@ -254,8 +262,15 @@ class OwnerJournal(OwnerConnection, RecordWrites):
     def events(
         self, *, after: int = 0, run_id: str | None = None, limit: int = 1000
     ) -> list[EventInfo]:
-        msg = self._call({"op": "events", "after": after, "run": run_id, "limit": limit})
-        return [_event(e) for e in msg["events"]]
+        """In order from ``after``; asked a bounded page at a time, as ``list_runs`` is."""
+        events: list[dict[str, Any]] = []
+        while True:
+            left = limit - len(events)
+            msg = self._call({"op": "events", "after": after, "run": run_id, "limit": left})
+            events += msg["events"]
+            if not msg.get("more") or not msg["events"] or len(events) >= limit:
+                return [_event(e) for e in events]
+            after = events[-1]["seq"]
 
     def subscribe(
         self, callback: Callable[[list[EventInfo]], None], *, run_id: str | None = None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from letitloop.journal._config import JournalPaths, env_float
 from letitloop.journal._records import Record
 from letitloop.journal._state import JournalState
-from letitloop.journal.duckdb import _files
+from letitloop.journal.duckdb import _files, _wire
 from letitloop.journal.duckdb.owner._checkpoint_heads import Heads
 from letitloop.journal.duckdb.owner._conn import Conn
 
@@ -52,6 +52,10 @@ WARM_QUIET = env_float("LIL_OWNER_WARM_QUIET", 0.1)
 WARM_MAX = env_float("LIL_OWNER_WARM_MAX", 2.0)
 SNAPSHOT_SECONDS = 1.0  # what a clean stop may spend reading the snapshot's runs from DuckDB
 SOCKET_CHECK = 1.0  # seconds between checks that the socket file is still ours
+# unfinished requests all clients together may leave buffered (one whole request always fits),
+# and how long one may stay unfinished: a client is refused beyond either
+MAX_BUFFERED = int(env_float("LIL_OWNER_MAX_BUFFERED", 2 * _wire.MAX_REQUEST))
+PARTIAL_SECONDS = env_float("LIL_OWNER_PARTIAL_SECONDS", 60.0)
 _NOTIFYING = frozenset({"step", "err", "fail", "suspend"})  # kinds the notifier may act on
 _TICK = ("tick",)  # a database-thread job: FOLD_BATCH records wait (it folds unless it is)
 
@@ -90,6 +94,7 @@ class OwnerBase:
         self.loading: dict[str, list[tuple[Conn, dict[str, Any]]]] = {}
         self.waiters: dict[str, list[tuple[float, Conn, dict[str, Any]]]] = {}
         self.conns: dict[socket.socket, Conn] = {}
+        self.buffered = 0  # bytes of unfinished requests in every connection's ``buf``
         self.sessions: dict[str, int] = {}
         self.stopping = False
         self.last_active = time.monotonic()

@@ -31,7 +31,8 @@ class Conn:
 
     def __init__(self, sock: socket.socket, refused: str | None = None) -> None:
         self.sock = sock
-        self.buf = bytearray()
+        self.buf = bytearray()  # an unfinished request
+        self.partial_since = 0.0  # when it began
         self.out = bytearray()
         self.session: str | None = None
         self.subscribed = False

@@ -22,7 +22,7 @@ from letitloop.journal.duckdb.owner._base import (
     OwnerBase,
 )
 from letitloop.journal.duckdb.owner._conn import Conn, error_reply, reply_to
-from letitloop.journal.duckdb.owner._reads import QUERIES, READS
+from letitloop.journal.duckdb.owner._reads import QUERIES, READS, capped
 from letitloop.journal.duckdb.owner._requests import BadRequest
 from letitloop.journal.duckdb.owner._start import entry_from
 
@@ -138,7 +138,8 @@ class Dispatch(OwnerBase):
 
             def work() -> Any:
                 if op == "notices":
-                    return [list(x) for x in n.notices(req.get("state"), req.get("limit", 100))]
+                    limit = capped(req, 100)[0]
+                    return [list(x) for x in n.notices(req.get("state"), limit)]
                 return n.retry(req["key"])
 
             n.ask(work, lambda reply: self._send_from_notifier(conn, reply_to(req, reply)))

@@ -34,7 +34,9 @@ from letitloop.journal.duckdb.owner import _warm
 from letitloop.journal.duckdb.owner._base import (
     _TICK,
     HOLD_DELAY,
+    MAX_BUFFERED,
     MAX_FOLD_LAG,
+    PARTIAL_SECONDS,
     RECV_BYTES,
     SOCKET_CHECK,
     WARM_QUIET,
@@ -113,6 +115,8 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
             self.sel.register(self.listener, selectors.EVENT_READ)
         if now - self.socket_checked > SOCKET_CHECK:
             self._check_socket()
+            if self.buffered:
+                self._expire_partials(now)
         if not self.load_now.is_set() and now - self.last_request >= WARM_QUIET:
             self.load_now.set()
         while self.inbox:
@@ -196,11 +200,16 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
             return
         self.last_request = time.monotonic()
         if conn.buf:  # the rest of a request: joined once it is whole
+            if self.buffered + len(data) > MAX_BUFFERED:
+                self._refuse_partial(conn)
+                return
             conn.buf += data
+            self.buffered += len(data)
             if len(conn.buf) >= 4:
                 (n,) = _wire.LEN.unpack_from(conn.buf)
                 if n <= _wire.MAX_REQUEST and len(conn.buf) < 4 + n:
                     return
+            self.buffered -= len(conn.buf)
             data, conn.buf = bytes(conn.buf), bytearray()
         off, end = 0, len(data)
         while end - off >= 4 and conn.alive:
@@ -236,11 +245,40 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
             if len(batch) > before:
                 self.writers.add(conn)
         if off < end and conn.alive:
+            if self.buffered + end - off > MAX_BUFFERED:
+                self._refuse_partial(conn)
+                return
             conn.buf = bytearray(memoryview(data)[off:])
+            self.buffered += end - off
+            conn.partial_since = self.last_request
+
+    def _refuse_partial(self, conn: Conn, late: bool = False) -> None:
+        """Drop a client whose unfinished request would pass the owner's bound on what all its
+        clients may leave unfinished (``MAX_BUFFERED``), or that left one for longer than
+        ``PARTIAL_SECONDS``; it is told why (a resent request is safe: records have keys)."""
+        if late:
+            why = f"a request left unfinished for more than {PARTIAL_SECONDS:g} s was dropped"
+        else:
+            why = (
+                f"the journal owner holds {self.buffered >> 20} MB of unfinished requests from "
+                f"its clients, its limit (LIL_OWNER_MAX_BUFFERED = {MAX_BUFFERED >> 20} MB); "
+                "this connection was refused"
+            )
+        fix = "send the request again (whole); large data belongs outside the journal"
+        conn.send(error_reply(JournalError(why, fix=fix)))
+        self._drop(conn)
+
+    def _expire_partials(self, now: float) -> None:
+        """Drop the clients whose unfinished request waited too long (see _refuse_partial)."""
+        for conn in [c for c in self.conns.values() if c.buf]:
+            if now - conn.partial_since > PARTIAL_SECONDS:
+                self._refuse_partial(conn, late=True)
 
     def _drop(self, conn: Conn) -> None:
         if conn.sock not in self.conns:
             return
+        self.buffered -= len(conn.buf)
+        conn.buf = bytearray()
         self.sel.unregister(conn.sock)
         with conn.lock:
             conn.alive = False

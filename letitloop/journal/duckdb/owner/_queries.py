@@ -89,12 +89,12 @@ class Queries:
                 try:
                     answer = self.store.sql(req["sql"], self.cur)
                 except Exception as exc:  # a failed query is its asker's error, not the owner's
-                    if self.stopping:
-                        exc = JournalError(
-                            "the journal owner stopped while the query ran; it was interrupted",
-                            fix="ask again: the next call starts a new owner",
-                        )
                     answer = exc
+                if self.stopping and isinstance(answer, Exception):
+                    answer = JournalError(
+                        "the journal owner stopped while the query ran; it was interrupted",
+                        fix="ask again: the next call starts a new owner",
+                    )
             with self.lock:
                 self.waiting -= 1
             self.reply(conn, req, answer)

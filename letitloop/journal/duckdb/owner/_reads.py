@@ -13,24 +13,43 @@ from typing import TYPE_CHECKING, Any
 
 from letitloop._version import __version__ as VERSION
 from letitloop.errors import JournalError
+from letitloop.journal._config import env_float
 from letitloop.journal.duckdb import _wire
 
 if TYPE_CHECKING:
     from letitloop.journal.duckdb.owner._base import OwnerBase as Owner
+
+# rows one ``runs``, ``events``, ``approvals``, ``cache_list`` or ``notices`` reply holds at most,
+# whatever the limit asked: a reply is built whole in the owner's memory
+MAX_ROWS = int(env_float("LIL_OWNER_MAX_ROWS", 10_000))
 
 
 def _read_output(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
     return {"out": owner.store.output(req["run"], req["epoch"], req["pos"], req["att"])}
 
 
+def capped(req: dict[str, Any], default: int) -> tuple[int, bool]:
+    """The rows one reply may hold: what ``req`` asks, at most ``MAX_ROWS`` (True if capped:
+    the client asks for the next page)."""
+    asked = req.get("limit", default)
+    return min(asked, MAX_ROWS), asked > MAX_ROWS
+
+
 def _read_runs(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    limit, more = capped(req, 100)
     runs = owner.store.list_runs(
-        req.get("status"), req.get("workflow"), req.get("limit", 100), held
+        req.get("status"), req.get("workflow"), limit, held, before=req.get("before")
     )
     for run in runs:
         entry = owner.state.runs.get(run["run"])
         run["holder"] = entry.holder.split("/", 1)[0] if entry and entry.holder else None
-    return {"runs": runs}
+    return {"runs": runs, "more": more and len(runs) == limit}
+
+
+def _read_events(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    limit, more = capped(req, 1000)
+    events = owner.store.events(req["after"], req.get("run"), limit)
+    return {"events": events, "more": more and len(events) == limit}
 
 
 def _read_run(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
@@ -92,7 +111,7 @@ def _read_cache_get(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[
 
 
 def _read_cache_list(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    return {"entries": owner.store.cache_list(req.get("limit", 100))}
+    return {"entries": owner.store.cache_list(capped(req, 100)[0])}
 
 
 def _read_proposals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
@@ -100,7 +119,7 @@ def _read_proposals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[
 
 
 def _read_approvals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
-    rows = owner.store.approvals(req.get("status"), req.get("run"), req.get("limit", 100))
+    rows = owner.store.approvals(req.get("status"), req.get("run"), capped(req, 100)[0])
     return {"approvals": rows}
 
 
@@ -138,7 +157,7 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "run": _read_run,
     "run_ids": lambda o, r, h: {"runs": o.store.run_ids()},
     "results": _read_results,
-    "events": lambda o, r, h: {"events": o.store.events(r["after"], r.get("run"), r["limit"])},
+    "events": _read_events,
     "stats": _read_stats,
     "gc": _read_gc,
     "quarantine": _read_quarantine,  # its resolution writes too: on the database thread

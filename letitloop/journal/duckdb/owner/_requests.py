@@ -67,7 +67,12 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     },
     "subscribe": {"run": (_OPT_S, False)},
     "stop": {},
-    "runs": {"status": (_OPT_S, False), "workflow": (_OPT_S, False), "limit": ((_I,), False)},
+    "runs": {
+        "status": (_OPT_S, False),
+        "workflow": (_OPT_S, False),
+        "limit": ((_I,), False),
+        "before": ((list, _N), False),  # [updated, run id] of the last run of the page before
+    },
     "run_ids": {},
     "results": {"runs": ((list,), True)},
     "run": {"run": ((_S,), True)},
@@ -170,6 +175,17 @@ def check(req: object) -> None:
         raise BadRequest(f"request id must be a non-negative integer, got {rid!r}"[:200])
     if op in _LISTS_OF_STR and not all(isinstance(i, str) for i in req[_LISTS_OF_STR[op]]):
         raise BadRequest(f"request {op!r}: every item of the list must be a string")
+    limit = req.get("limit")
+    if type(limit) is int and limit < 0:
+        raise BadRequest(
+            f"request {op!r}: limit {limit} is negative",
+            fix="ask for 0 or more rows (the owner answers a bounded number per reply)",
+        )
+    before = req.get("before")
+    if before is not None and (
+        len(before) != 2 or type(before[0]) not in (int, float) or type(before[1]) is not str
+    ):
+        raise BadRequest(f"request {op!r}: before must be [updated, run id]")
     if op == "append" and not all(isinstance(r, dict) for r in req["recs"]):
         raise BadRequest("request 'append': every record must be a map")
 

@@ -11,14 +11,17 @@ Tables are projections a person can query with ``lil journal sql``:
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import duckdb
 
-from letitloop.errors import JournalError, JournalVersionError
+from letitloop.errors import ConfigError, JournalError, JournalVersionError
 from letitloop.journal._analytics import VIEWS as ANALYTICS_VIEWS
 
 SCHEMA_VERSION = 1
+DEFAULT_MEMORY_LIMIT = "2GB"  # DuckDB's own default is 80 % of the machine's memory
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS fold_state(id INTEGER PRIMARY KEY, folded_lsn UBIGINT NOT NULL);
@@ -89,7 +92,11 @@ def connect(path: Path) -> duckdb.DuckDBPyConnection:
     try:
         # no SQL the owner runs may reach the file system (``lil journal sql`` runs people's
         # queries here: COPY ... TO, read_text() of the key, ATTACH): disabled for good
-        db = duckdb.connect(str(path), config={"enable_external_access": False})
+        # and its memory is bounded (a query building a huge value fails, saying so)
+        db = duckdb.connect(
+            str(path),
+            config={"enable_external_access": False, "memory_limit": memory_limit()},
+        )
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise JournalError(
@@ -120,6 +127,18 @@ def connect(path: Path) -> duckdb.DuckDBPyConnection:
     db.execute(VIEWS)
     db.execute(ANALYTICS_VIEWS)  # step_facts, run_facts (journal._analytics)
     return db
+
+
+def memory_limit() -> str:
+    """What DuckDB may hold in memory in this owner (``LIL_OWNER_MEMORY_LIMIT``, e.g. ``2GB``);
+    beyond it a query fails with DuckDB's out-of-memory error instead of growing the owner."""
+    value = os.environ.get("LIL_OWNER_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT).strip()
+    if not re.fullmatch(r"\d+(\.\d+)?\s*([KMGT]i?B|B)", value, re.IGNORECASE):
+        raise ConfigError(
+            f"LIL_OWNER_MEMORY_LIMIT={value!r} is not an amount of memory",
+            fix="write it as a number and a unit, e.g. 2GB or 512MB",
+        )
+    return value
 
 
 def _meta(db: duckdb.DuckDBPyConnection, key: str) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 
 from letitloop.errors import ConfigError
+from letitloop.journal.duckdb.owner._schema import memory_limit
 
 SQL_ROWS = 10_000  # rows ``lil journal sql`` returns at most (it says when it stopped)
 SQL_BYTES = 32 << 20  # text and bytes it returns at most
@@ -46,6 +47,13 @@ def sql(query: str, cur: duckdb.DuckDBPyConnection, limit: int = SQL_ROWS) -> di
             f"the query ran longer than {SQL_SECONDS:.0f} s and was stopped",
             fix="narrow it (WHERE, LIMIT) or aggregate",
         ) from None
+    except duckdb.OutOfMemoryException:
+        raise ConfigError(
+            f"the query needs more memory than the journal owner allows "
+            f"(LIL_OWNER_MEMORY_LIMIT = {memory_limit()})",
+            fix="narrow it (WHERE, LIMIT), aggregate less, or start the owner with a larger "
+            "LIL_OWNER_MEMORY_LIMIT",
+        ) from None
     except duckdb.Error as exc:
         raise ConfigError(
             f"the query failed: {exc}", fix="check the SQL; tables: " + _tables(cur)
@@ -64,6 +72,13 @@ def check_select(db: duckdb.DuckDBPyConnection, query: str) -> None:
     fix = "write one SELECT, e.g. SELECT status, count(*) FROM runs GROUP BY 1"
     try:
         statements = duckdb.extract_statements(query)
+    except duckdb.OutOfMemoryException:
+        raise ConfigError(
+            f"the query needs more memory than the journal owner allows "
+            f"(LIL_OWNER_MEMORY_LIMIT = {memory_limit()})",
+            fix="narrow it (WHERE, LIMIT), aggregate less, or start the owner with a larger "
+            "LIL_OWNER_MEMORY_LIMIT",
+        ) from None
     except duckdb.Error as exc:
         raise ConfigError(f"the query does not parse: {exc}", fix=fix) from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:

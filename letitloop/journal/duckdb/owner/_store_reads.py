@@ -132,6 +132,7 @@ class StoreReads:
         limit: int,
         held: list[str],
         run_id: str | None = None,
+        before: list[Any] | None = None,
     ) -> list[dict[str, Any]]:
         # the runs are chosen (filter, order, limit) before their steps are summed, so a listing
         # of the newest runs, or of one run, never aggregates the whole steps table
@@ -141,7 +142,8 @@ class StoreReads:
             "epoch, tries, created, updated, parent, error, budget_micros, budget_tokens, "
             "coalesce(busy, 0) + coalesce(last_active - try_started, 0) AS active FROM runs "
             "WHERE ($run IS NULL OR run_id = $run) AND ($workflow IS NULL OR workflow = "
-            "$workflow) AND ($status IS NULL OR st = $status) ORDER BY updated DESC LIMIT $limit),"
+            "$workflow) AND ($status IS NULL OR st = $status) AND ($bu IS NULL OR updated < $bu OR "
+            "(updated = $bu AND run_id < $br)) ORDER BY updated DESC, run_id DESC LIMIT $limit),"
             " agg AS (SELECT s.run_id, count(DISTINCT s.position) FILTER (WHERE s.status = "
             "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
             "coalesce(sum(s.tokens_in::BIGINT + s.tokens_out), 0) AS tokens, "
@@ -153,8 +155,9 @@ class StoreReads:
             "coalesce(agg.tokens, 0), coalesce(agg.saved, 0), CASE WHEN r.status = 'running' "
             "THEN agg.current END, r.active, r.budget_micros, r.budget_tokens "
             "FROM r LEFT JOIN agg ON agg.run_id = r.run_id "
-            "ORDER BY r.updated DESC",
-            {"held": held, "status": status, "workflow": workflow, "limit": limit, "run": run_id},
+            "ORDER BY r.updated DESC, r.run_id DESC",
+            {"held": held, "status": status, "workflow": workflow, "limit": limit, "run": run_id}
+            | {"bu": before[0] if before else None, "br": before[1] if before else None},
         ).fetchall()
         names = (
             "run wf key status epoch try created updated parent error done cost tokens saved "
