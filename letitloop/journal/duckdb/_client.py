@@ -38,7 +38,7 @@ from letitloop.journal._records import (
 )
 from letitloop.journal._state import run_state
 from letitloop.journal._writes import RecordWrites
-from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb import _files, _wire
 from letitloop.journal.duckdb._connection import (
     READ_TIMEOUT,
     OwnerConnection,
@@ -69,7 +69,9 @@ def stop_owner(spec: str | os.PathLike[str] | None = None, timeout: float = 10.0
         sock.connect(str(paths.socket))
         link = Link(sock)
         session = f"{os.getpid()}@{socket.gethostname()}/stop"
-        link.call({"op": "hello", "session": session}, READ_TIMEOUT)
+        hello = link.call({"op": "hello", "session": session}, READ_TIMEOUT)
+        if hello.get("ok") and _files.foreign(paths, hello) is not None:
+            return None  # the owner of another journal (a deleted or moved one): not ours
         pid = int(link.call({"op": "stop"}, READ_TIMEOUT)["pid"])
     except TimeoutError:
         pid = pid_from(paths.pid_file)

@@ -18,7 +18,7 @@ from typing import Any
 from letitloop import errors as _errors
 from letitloop.errors import JournalUnavailableError, JournalVersionError
 from letitloop.journal._config import JournalPaths, env_float, make_journal_dir
-from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb import _files, _wire
 from letitloop.journal.duckdb._link import Link, raise_error
 
 # How long a call waits for the owner's answer before raising (an owner that is SIGSTOPped,
@@ -51,8 +51,8 @@ def pid_from(pid_file: Path) -> int:
     import json
 
     try:
-        return int(json.loads(pid_file.read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return int(json.loads(_files.read_regular(pid_file))["pid"])
+    except (OSError, ValueError, KeyError, TypeError, _errors.JournalError):
         return 0
 
 
@@ -61,6 +61,10 @@ def reap() -> None:
     for proc in list(_spawned):
         if proc.poll() is not None:
             _spawned.remove(proc)
+
+
+class _Foreign(JournalUnavailableError):
+    """The owner that answered serves another journal (see ``_files.foreign``)."""
 
 
 class OwnerConnection:
@@ -119,6 +123,7 @@ class OwnerConnection:
             answer_by = time.monotonic() + self.read_timeout
         spawned_at = -1.0
         delay = 0.001
+        foreign = ""
         while True:
             sock = socket.socket(socket.AF_UNIX)
             try:
@@ -134,6 +139,9 @@ class OwnerConnection:
             except TimeoutError:
                 sock.close()
                 raise self._no_answer("hello", answer_by) from None
+            except _Foreign as exc:  # not this journal's owner: this journal needs one of its own
+                sock.close()
+                foreign = exc.message
             except PermissionError as exc:
                 sock.close()
                 raise JournalUnavailableError(
@@ -150,7 +158,9 @@ class OwnerConnection:
             if now > deadline:
                 raise JournalUnavailableError(
                     f"the journal owner for {self.location} did not answer within "
-                    f"{self.connect_timeout:.0f} s{self._owner_log_tail()}",
+                    f"{self.connect_timeout:.0f} s"
+                    + (f"; only {foreign}" if foreign else "")
+                    + self._owner_log_tail(),
                     fix="run `lil journal doctor` to see why; check that the directory is on a "
                     "local disk and writable",
                 )
@@ -180,6 +190,9 @@ class OwnerConnection:
                 fix="run `lil journal stop` once no run is executing; the next call starts an "
                 "owner of this version",
             )
+        why = _files.foreign(self.paths, hello)
+        if why is not None:
+            raise _Foreign(why)
         self.journal_id = hello["journal_id"]
         self.owner_pid = hello["pid"]
         # what this owner accepts beyond its protocol's core (an older owner lists nothing)
@@ -238,7 +251,7 @@ class OwnerConnection:
         if self._ready_fd >= 0:
             os.close(self._ready_fd)
         self._ready_fd, ready_w = os.pipe()
-        log_fd = os.open(self.paths.owner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        log_fd = _files.open_regular(self.paths.owner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         with open(log_fd, "ab") as log:
             self._log_from = log.seek(0, os.SEEK_END)  # show people only what this owner wrote
             proc = subprocess.Popen(
@@ -265,10 +278,10 @@ class OwnerConnection:
 
     def _owner_log_tail(self) -> str:
         try:
-            with open(self.paths.owner_log, "rb") as f:
+            with open(_files.open_regular(self.paths.owner_log, os.O_RDONLY), "rb") as f:
                 f.seek(self._log_from)
                 text = f.read().decode(errors="replace")
-        except OSError:
+        except (OSError, _errors.JournalError):
             return ""
         tail = text.strip().splitlines()[-8:]
         return ("; the owner's log ends:\n    " + "\n    ".join(tail)) if tail else ""

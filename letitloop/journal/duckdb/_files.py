@@ -10,14 +10,16 @@ it checks each connection's uid with ``SO_PEERCRED`` in case a socket's mode was
 
 from __future__ import annotations
 
+import errno
 import grp
 import os
 import pwd
 import socket
+import stat
 import struct
 from pathlib import Path
 
-from letitloop.errors import ConfigError
+from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._config import JournalPaths, share_group
 
 SHARE_FIX = (
@@ -47,7 +49,10 @@ def private_umask(gid: int | None) -> None:
 
 
 def protect(path: Path, gid: int | None) -> None:
-    """Give a file this owner created the mode the setting asks for (and the group)."""
+    """Give a file this owner created the mode the setting asks for (and the group); a link
+    is left alone (its target is not the journal's)."""
+    if path.is_symlink():
+        return
     if gid is None:
         os.chmod(path, 0o700 if path.is_dir() else 0o600)
         return
@@ -69,15 +74,116 @@ def protect_existing(paths: JournalPaths, gid: int | None) -> None:
             pass
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write a small file atomically with mode 0600 (under the owner's umask)."""
+def write_private(path: Path, text: str | bytes) -> None:
+    """Write a small file atomically with mode 0600 (under the owner's umask): into a new
+    temporary file (whatever was at its name is removed first, never opened), then renamed."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, text.encode())
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        view = memoryview(text.encode() if isinstance(text, str) else text)
+        while view:
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+# -- files opened by name ---------------------------------------------------------------------
+# Every file of a journal is opened without following a link and without blocking (a FIFO
+# would block open() for ever), then checked to be a regular file of this user's: anything else
+# at one of its names (a FIFO, a device, a link, another user's file) is refused, naming it.
+
+
+def open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` of a journal file, refused unless it is a regular file of this user's."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise refused(path, "a symbolic link") from None
+        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
+            raise refused(path, "a FIFO") from None
+        raise
+    try:
+        check_stat(path, os.fstat(fd))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a journal file (see ``open_regular``)."""
+    fd = open_regular(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_existing(path: Path) -> None:
+    """Refuse what is at ``path`` unless it is a regular file of this user's or nothing: for
+    files another library opens by name (DuckDB's), checked just before it does."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    check_stat(path, st)
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory", stat.S_IFSOCK: "a socket"}
+_KINDS |= {stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+def check_stat(path: Path, st: os.stat_result) -> None:
+    """Refuse a link, anything but a regular file, and another user's file."""
+    if stat.S_ISLNK(st.st_mode):
+        raise refused(path, "a symbolic link")
+    if not stat.S_ISREG(st.st_mode):
+        what = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        raise refused(path, what)
+    if st.st_uid != os.geteuid():
+        raise refused(path, f"a file of uid {st.st_uid}, not this user's (uid {os.geteuid()})")
+
+
+def refused(path: Path, what: str) -> JournalError:
+    """The error for a journal file that is not what the journal put there."""
+    return JournalError(
+        f"{path} is {what}, not a regular file of this user's: the journal will not open it",
+        fix=f"move it aside (mv {path} {path}.suspect) and look at what made it; the journal "
+        "writes its own files again",
+    )
+
+
+def identity(paths: JournalPaths) -> list[int]:
+    """The journal on disk: device and inode of its directory and of its lock file. An owner
+    tells its clients in its hello; a client compares it with what it finds at its path, so it
+    never talks to the owner of a journal that was deleted, moved or replaced."""
+    root, lock = os.stat(paths.root), os.stat(paths.lock)
+    return [root.st_dev, root.st_ino, lock.st_dev, lock.st_ino]
+
+
+def foreign(paths: JournalPaths, hello: dict[str, object]) -> str | None:
+    """Why the owner that said ``hello`` does not serve the journal at ``paths`` (None if it
+    does)."""
+    try:
+        here = identity(paths)
+    except OSError as exc:
+        return f"the journal's files at {paths.root} are gone ({exc.strerror})"
+    if hello.get("files") != here:
+        return (
+            f"the owner (pid {hello.get('pid')}) serves another journal than the one now at "
+            f"{paths.db} (it was deleted, moved or replaced since that owner started)"
+        )
+    return None
 
 
 def refusal(sock: socket.socket, gid: int | None) -> str | None:

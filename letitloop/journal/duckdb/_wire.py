@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-PROTOCOL = 2  # bump when a request or reply changes shape or meaning
+PROTOCOL = 3  # bump when a request or reply changes shape or meaning
 LEN = struct.Struct("<I")
 MAX_MESSAGE = 1 << 30  # the largest reply a client accepts
 # the largest request an owner accepts: a longer length prefix is refused before any byte of

@@ -26,7 +26,7 @@ from letitloop.journal.duckdb.owner._loop import Owner
 def _take_lock(paths: JournalPaths, wait: float) -> int | None:
     """Win the election: an exclusive flock, waiting a little in case the holder is leaving."""
     make_journal_dir(paths.root)
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _files.open_regular(paths.lock, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + wait
     while True:
         try:

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from letitloop.journal._config import JournalPaths, env_float
@@ -74,6 +75,8 @@ class OwnerBase:
     listener: socket.socket
     db_thread: threading.Thread
     _warm_runs: list[dict[str, Any]] | None
+    identity: list[int]  # the journal on disk, told in the hello (see _files.identity)
+    file_ids: dict[Path, tuple[int, int] | None]  # its files as they were when this owner began
 
     def __init__(self, paths: JournalPaths, idle: float) -> None:
         self.paths = paths

@@ -159,6 +159,7 @@ class Dispatch(OwnerBase):
             "pid": os.getpid(),
             "version": VERSION,
             "features": ["head"],  # open_run with head=True: the run's header, not its steps
+            "files": self.identity,  # the journal this owner serves (see _files.identity)
         }
 
     def _entry(self, run_id: str) -> RunEntry:

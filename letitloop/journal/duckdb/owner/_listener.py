@@ -8,6 +8,7 @@ import json
 import os
 import selectors
 import socket
+import sys
 import time
 
 from letitloop._version import __version__ as VERSION
@@ -24,7 +25,8 @@ class Listening(OwnerBase):
     def _listen(self) -> socket.socket:
         """Bind the journal's socket (replacing any file at its path: we hold the lock)."""
         sock_path = self.paths.socket
-        sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if sock_path.parent != self.paths.root:  # (a socket in the temporary directory: see
+            sock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # JournalPaths)
         try:
             sock_path.unlink()  # a dead owner's socket, or one a cleaner replaced
         except FileNotFoundError:
@@ -47,9 +49,12 @@ class Listening(OwnerBase):
         )
 
     def _check_socket(self) -> None:
-        """If the socket file was deleted or replaced (a cleaned temporary directory), bind it
-        again, so new clients find this owner instead of starting one that cannot win the lock."""
+        """If the journal's files were removed or replaced (its project deleted or moved),
+        exit at once. Else, if the socket file was deleted or replaced (a cleaned temporary
+        directory), bind it again, so new clients find this owner instead of starting one that
+        cannot win the lock."""
         self.socket_checked = time.monotonic()
+        self._check_files()
         try:
             st = os.stat(self.paths.socket)
             if (st.st_dev, st.st_ino) == self.socket_id:
@@ -65,6 +70,27 @@ class Listening(OwnerBase):
         self.listener = self._listen()
         if not self.paths.pid_file.exists():
             self._write_pid_file()
+
+    def _check_files(self) -> None:
+        """Exit at once if a file of the journal is gone or replaced (device and inode): this
+        owner's journal is not at its path any more, and serving, re-binding its socket or
+        writing its files there would resurrect it, or steal a newer owner's clients. What was
+        acknowledged is in the log, wherever the journal went; nothing is written on the way."""
+        for path, known in self.file_ids.items():
+            try:
+                st = os.stat(path)
+                now: tuple[int, int] | None = (st.st_dev, st.st_ino)
+            except OSError:
+                now = None
+            if now != known:
+                what = "removed" if now is None else "replaced"
+                print(
+                    f"the journal's {path} was {what} (its project deleted or moved?): this "
+                    "owner stops serving it and exits",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                os._exit(0)
 
     def _accept(self) -> None:
         try:

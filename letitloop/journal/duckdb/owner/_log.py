@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from letitloop.errors import DiskFullError, JournalError
+from letitloop.journal.duckdb._files import open_regular
 
 HEADER = struct.Struct("<II")
 _LEN = struct.Struct("<I")
@@ -121,7 +122,7 @@ class Log:
             )
         for i, start in enumerate(segs):
             last = i == len(segs) - 1
-            with open(self._name(start), "rb") as f:
+            with open(open_regular(self._name(start), os.O_RDONLY), "rb") as f:
                 size = f.seek(0, 2)
                 pos = min(max(folded_lsn - start, 0), size)
                 f.seek(pos)
@@ -183,13 +184,12 @@ class Log:
             torn = 1
         created = not scan.segments
         if created:
-            with open(self._name(folded_lsn), "ab"):  # the first segment of a new log
-                pass
+            os.close(open_regular(self._name(folded_lsn), os.O_WRONLY | os.O_CREAT, 0o666))
             scan.segments = [folded_lsn]
         self.start = scan.segments[-1]
         self.size = os.path.getsize(self._name(self.start))
         out = scan.records
-        self.fd = os.open(self._name(self.start), _APPEND_FLAGS)
+        self.fd = open_regular(self._name(self.start), _APPEND_FLAGS)
         if torn or created:  # (what the log held was written synced: nothing else to sync)
             os.fsync(self.fd)  # a truncation must be durable before new appends
             _fsync_dir(self.path)
@@ -253,7 +253,8 @@ class Log:
     def _rotate(self) -> None:
         os.close(self.fd)
         self.start, self.size = self.start + self.size, 0
-        self.fd = os.open(self._name(self.start), _APPEND_FLAGS | os.O_CREAT | os.O_EXCL, 0o666)
+        flags = _APPEND_FLAGS | os.O_CREAT | os.O_EXCL
+        self.fd = open_regular(self._name(self.start), flags, 0o666)
         _fsync_dir(self.path)  # the new segment's name must be durable
 
     def drop_folded(self, folded_lsn: int) -> None:

@@ -68,6 +68,14 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
         if not self.db_ready and why:
             self._cold_start()
         self.stats["recovery_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
+        self.identity = _files.identity(paths)
+        self.file_ids = {}
+        for path in (paths.root, paths.lock, paths.db, paths.log_dir):
+            try:
+                st = os.stat(path)
+                self.file_ids[path] = (st.st_dev, st.st_ino)
+            except FileNotFoundError:
+                self.file_ids[path] = None
 
     def serve(self, ready_fd: int = -1) -> None:
         self.sel = selectors.DefaultSelector()

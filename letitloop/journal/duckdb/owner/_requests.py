@@ -181,7 +181,7 @@ def check(req: object) -> None:
             f"request {op!r}: limit {limit} is negative",
             fix="ask for 0 or more rows (the owner answers a bounded number per reply)",
         )
-    before = req.get("before")
+    before = req.get("before") if op == "runs" else None
     if before is not None and (
         len(before) != 2 or type(before[0]) not in (int, float) or type(before[1]) is not str
     ):

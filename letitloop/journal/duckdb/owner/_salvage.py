@@ -18,6 +18,7 @@ from pathlib import Path
 
 from letitloop.errors import JournalError
 from letitloop.journal._config import JournalPaths
+from letitloop.journal.duckdb import _files
 from letitloop.journal.duckdb.owner._log import Log, frame
 
 
@@ -49,7 +50,7 @@ def _folded_lsn(db: Path) -> int:
 
 def salvage(paths: JournalPaths) -> Salvage:
     """Rewrite a damaged log as described in the module docstring; a healthy log is left as is."""
-    lock = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    lock = _files.open_regular(paths.lock, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -19,6 +19,7 @@ import duckdb
 
 from letitloop.errors import ConfigError, JournalError, JournalVersionError
 from letitloop.journal._analytics import VIEWS as ANALYTICS_VIEWS
+from letitloop.journal.duckdb import _files
 
 SCHEMA_VERSION = 1
 DEFAULT_MEMORY_LIMIT = "2GB"  # DuckDB's own default is 80 % of the machine's memory
@@ -89,6 +90,8 @@ VIEWS = "".join(
 def connect(path: Path) -> duckdb.DuckDBPyConnection:
     """Open (or create) the journal's DuckDB file, its schema checked, added to, and its views
     rebuilt; an error says plainly why a file cannot be the journal."""
+    for name in (path, path.with_name(path.name + ".wal")):
+        _files.check_existing(name)  # DuckDB opens them by name: a FIFO would block it
     try:
         # no SQL the owner runs may reach the file system (``lil journal sql`` runs people's
         # queries here: COPY ... TO, read_text() of the key, ATTACH): disabled for good

@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import os
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,9 @@ from typing import Any
 import msgpack
 
 from letitloop._version import __version__ as VERSION
+from letitloop.errors import JournalError
 from letitloop.journal._config import JournalPaths
-from letitloop.journal.duckdb import _wire
+from letitloop.journal.duckdb import _files, _wire
 
 MAGIC = b"LILWARM1"
 _ID_LEN = struct.Struct("<H")
@@ -76,7 +78,7 @@ def _key(journal_id: str) -> bytes | None:
         if env := os.environ.get(_keys.KEY_ENV):
             return _keys._parse_key(env, f"${_keys.KEY_ENV}")
         path = _keys.key_path(journal_id)
-        return _keys._parse_key(path.read_text(encoding="ascii"), str(path))
+        return _keys._parse_key(_files.read_regular(path).decode("ascii"), str(path))
     except (OSError, UnicodeDecodeError, LetItLoopError):
         return None
 
@@ -124,19 +126,14 @@ def write(
     runs: Sequence[dict[str, Any]],
 ) -> None:
     """Write the snapshot atomically (mode 0600): called once DuckDB is closed at a clean stop."""
-    from letitloop._keys import load_or_create_key
+    from letitloop import _keys
 
-    data = encode(paths, load_or_create_key(journal_id), journal_id, schema, folded_lsn, runs)
-    target = path_of(paths)
-    tmp = target.with_name(target.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+    key = _key(journal_id)
+    if key is None:  # none yet (or not a key file: refused, naming it)
+        _files.check_existing(_keys.key_path(journal_id))
+        key = _keys.load_or_create_key(journal_id)
+    data = encode(paths, key, journal_id, schema, folded_lsn, runs)
+    _files.write_private(path_of(paths), data)
 
 
 def take(paths: JournalPaths) -> tuple[Warm | None, str]:
@@ -144,12 +141,14 @@ def take(paths: JournalPaths) -> tuple[Warm | None, str]:
     One that cannot be deleted is not used: it would outlive the writes made after it."""
     target = path_of(paths)
     try:
-        with open(target, "rb") as f:
-            data = f.read()
+        data = _files.read_regular(target)
     except FileNotFoundError:
         return None, "none"
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
+    except JournalError as exc:  # a FIFO, a link...: left where it is, and said
+        print(f"warm-start snapshot refused: {exc.message}", file=sys.stderr, flush=True)
+        return None, f"refused: {exc.message}"
     try:
         os.unlink(target)
     except FileNotFoundError:
