@@ -85,7 +85,7 @@ def test_cell_killed_mid_loop_resumes_in_a_new_kernel(kernel_env: Path, tmp_path
     nbformat.write(nb, tmp_path / "executed.ipynb")
 
 
-EXAMPLES = sorted((ROOT / "examples" / "notebooks").glob("*.ipynb"))
+EXAMPLES = sorted((ROOT / "examples").glob("*/*.ipynb"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
