@@ -17,7 +17,7 @@ def example(tmp_path: Path) -> Iterator[Callable[..., Example]]:
     made: list[Example] = []
 
     def make(name: str, **env: str) -> Example:
-        ex = Example(name, tmp_path / name, extra_env=env)
+        ex = Example(name, tmp_path / f"{name}-{len(made) + 1}", extra_env=env)
         made.append(ex)
         return ex
 
