@@ -102,6 +102,8 @@ def test_signed_webhooks_for_each_event_people_act_on(journal_path: Path) -> Non
         assert bad != got[0][0]["x-lil-signature"]
         listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
         assert sorted(n["state"] for n in listed) == ["delivered"] * 3
+        table = _lil(env, "notify", "list").stdout  # the state --state filters on, as a word
+        assert table.count(" delivered ") == 3 and "completed" not in table
     finally:
         receiver.close()
 
