@@ -61,7 +61,7 @@ def _prepare(state: Path, extensions: bool, server_config: dict[str, Any] | None
 @contextmanager
 def jupyter_lab(
     root: Path,
-    journal: Path,
+    journal: Path | None,
     *,
     state: Path | None = None,
     extensions: bool = False,
@@ -73,6 +73,7 @@ def jupyter_lab(
     runtime files and ``lab.log`` (default: ``root``); ``extensions`` adds letitloop's server
     extension and prebuilt lab extension; ``server_config`` is written as the server's
     ``jupyter_server_config.json``; ``env`` is added to the server's (and kernels') environment.
+    With ``journal`` None, no LIL_JOURNAL: the server finds its journal from ``root``.
     Yields ``base`` (the URL), ``token``, ``root`` and ``log``."""
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed: make test installs it"
     state = state or root
@@ -85,9 +86,11 @@ def jupyter_lab(
         JUPYTERLAB_WORKSPACES_DIR=str(state / ".workspaces"),
         IPYTHONDIR=str(state / ".ipython"),
         PYTHONPATH=os.pathsep.join([str(ROOT), *map(str, pythonpath)]),
-        LIL_JOURNAL=str(journal),
-        **(env or {}),
     )
+    environ.pop("LIL_JOURNAL", None)
+    if journal is not None:
+        environ["LIL_JOURNAL"] = str(journal)
+    environ.update(env or {})
     argv = [
         sys.executable,
         "-m",

@@ -1,0 +1,92 @@
+"""examples/team_journal: the example's own throwaway PostgreSQL (cluster.py), the report
+SIGKILLed mid-run and taken over by `lil runs resume` in another process, `lil-tui` in a real
+terminal (tmux) following it and approving with two keys, each from the README's commands."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.examples.cookbook import ROOT, Example, killed, run_it
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example, its server started by `python cluster.py start` (stopped by its `stop`)."""
+    ex = Example("team_journal", tmp_path_factory.mktemp("team"))
+    # the one change to the example: a free port (54329 may be taken on this machine)
+    settings = ex.dir / "pyproject.toml"
+    settings.write_text(settings.read_text().replace(":54329/", f":{_free_port()}/"))
+    assert run_it(ex.readme) == ["python cluster.py start", "python team.py"]
+    state = ex.dir / ".letitloop" / "postgres.json"
+    try:
+        assert "PostgreSQL is running" in ex.ok("python cluster.py start", timeout=300)
+        assert "already running" in ex.ok("python cluster.py start")
+        yield ex
+    finally:
+        ex.close()
+        base = json.loads(state.read_text())["base"] if state.exists() else None
+        stopped = ex.run("python cluster.py stop")
+        assert stopped.returncode == 0, stopped.stderr
+    assert base is not None and "stopped and deleted" in stopped.stdout
+    assert not Path(base).exists() and not state.exists()  # nothing left behind
+
+
+def _close_journals() -> None:
+    """Close this process's PostgreSQL journals (their listener threads), as tests/conftest."""
+    from tests.conftest import _close_pg_journals
+
+    _close_pg_journals("postgresql://")
+
+
+def test_lil_tui_follows_a_crash_a_takeover_and_approves(team: Example) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "tui"))
+    from test_tmux import Terminal
+
+    ex = team
+    env = {**ex.env, "TERM": "xterm-256color"}
+    env.pop("TMUX", None)
+    term = Terminal([f"cd {ex.dir} &&", "lil-tui"], env)  # `lil-tui` in this folder
+    ex.documented("lil-tui")
+    try:
+        term.wait_for("0 of 0 runs", "q Quit", timeout=60)
+        crashed = ex.run("python team.py --crash-at summarize")
+        assert killed(crashed.returncode), crashed.stdout + crashed.stderr
+        term.wait_for("report:week-49", "interrupted", timeout=30)  # pushed, not polled
+        assert "report:week-49  report    interrupted" in ex.ok("lil runs list")
+
+        resumed = ex.start("lil runs resume report:week-49")  # a teammate takes it over
+        resumed.wait_for("is waiting")
+        fetched = (ex.dir / "fetches.log").read_text().splitlines()
+        assert fetched == [f"{r} week 49" for r in ("emea", "americas", "apac", "africa")]
+        term.keys("2")
+        term.wait_for("publish", "Revenue is up", timeout=30)
+        term.keys("a")
+        term.wait_for("Comment (optional)")
+        term.keys("Enter")
+        rc, out, err = resumed.finish()
+        assert rc == 0, out + err
+        assert "completed" in out
+        assert (ex.dir / "published.txt").read_text() == (
+            "week 49: Revenue is up in every region but apac.\n"
+        )
+        term.keys("1")
+        term.wait_for("report:week-49", "completed", timeout=30)
+        again = ex.ok("python team.py")  # a finished run: its result, nothing again
+        assert "published week 49" in again
+        assert (ex.dir / "fetches.log").read_text().splitlines() == fetched
+        assert (ex.dir / "published.txt").read_text().count("week 49") == 1
+    finally:
+        term.close()
+        _close_journals()
