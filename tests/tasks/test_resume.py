@@ -94,6 +94,34 @@ def test_sigkill_mid_attempt_resumes_without_repeating(project: Project) -> None
     assert third.returncode == 0 and len(project.calls()) == 3
 
 
+def test_the_attempt_run_again_starts_from_the_tree_the_killed_one_began_with(
+    project: Project,
+) -> None:
+    """An agent killed mid-edit with its runner left half a change; the attempt run again must
+    not build on it: the resumed runner undoes it first (an agent that edits the file it finds,
+    as coding agents do, would otherwise see the broken half: the cookbook's stand-in did)."""
+    project.write("tasks/answer.toml", TASK.replace('["codex", "claude"]', '["claude"]'))
+    project.write("src/answer.txt", "unknown\n")
+    half = {"do": "write", "files": {"src/answer.txt": "4", "src/scratch.txt": "x"}, "then": "hang"}
+    project.plan({"claude": [half, GOOD]})
+    runner = project.start_lil("run", "--task", "answer")
+    try:
+        project.wait_for_calls(1)
+        _wait_file(project.root / "src/scratch.txt", "x")
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait(30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    _wait_gone(project)
+    again = project.lil("run", "--task", "answer", "--json")
+    assert again.returncode == 0, again.stderr
+    assert "the interrupted attempt's edits were undone (2 file(s))" in again.stderr
+    assert not (project.root / "src/scratch.txt").exists()  # the half-done edit is gone
+    assert json.loads(again.stdout)["changed"] == ["src/answer.txt"]
+    assert project.read("src/answer.txt") == "42\n"
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for proc in Path("/proc").iterdir():
