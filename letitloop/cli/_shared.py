@@ -81,11 +81,25 @@ class LilGroup(click.Group):
             return super().invoke(ctx)
         except LetItLoopError as exc:
             raise LilError.wrap(exc) from None
+        except BrokenPipeError:  # the reader went away (`lil runs list | head`): stop quietly
+            _stdout_to_devnull()
+            raise SystemExit(141) from None  # 128 + SIGPIPE, as a process killed by it
         except OSError as exc:
             raise LilError(
                 f"{type(exc).__name__}: {exc}",
                 fix="check the journal path and its permissions (`lil journal doctor`)",
             ) from None
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing more."""
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _remember_journal(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

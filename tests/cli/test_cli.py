@@ -445,3 +445,24 @@ def test_demo_json_story(tmp_path: Path) -> None:
     assert (
         len(data["done_before"]) + len(data["re_executed"]) + len(data["executed_first_time"]) == 5
     )
+
+
+def test_a_reader_that_went_away_stops_lil_quietly(journal_path: Path) -> None:
+    """`lil ... | head`: when the pipe's reader is gone, lil exits as a process killed by
+    SIGPIPE would (141), with no `error:` line blaming the journal."""
+    wf.pipeline(journal_path, [])()  # a run to list
+    read, write = os.pipe()
+    os.close(read)  # the reader went away before lil wrote anything
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "letitloop", "runs", "list", "--journal", str(journal_path)],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == ""
