@@ -124,14 +124,16 @@ class Example:
         timeout: float = TIMEOUT,
         env: dict[str, str] | None = None,
         answer: str = "",
+        cwd: str = ".",
         **fill: str,
     ) -> subprocess.CompletedProcess[str]:
-        """Run a command the README gives, to its end (``answer`` is typed on its stdin). A
-        README may write a placeholder (``lil approvals approve ID``): ``fill`` gives its value."""
+        """Run a command the README gives, to its end (``answer`` is typed on its stdin), in the
+        example's folder or ``cwd`` under it. A README may write a placeholder
+        (``lil approvals approve ID``): ``fill`` gives its value."""
         self.documented(cmd)
         return subprocess.run(
             ["bash", "-c", _filled(cmd, fill)],
-            cwd=self.dir,
+            cwd=self.dir / cwd,
             env={**self.env, **(env or {})},
             input=answer,
             capture_output=True,
@@ -146,10 +148,11 @@ class Example:
         timeout: float = TIMEOUT,
         env: dict[str, str] | None = None,
         answer: str = "",
+        cwd: str = ".",
         **fill: str,
     ) -> str:
         """Run a command the README gives; it must succeed. Its stdout and stderr."""
-        out = self.run(cmd, timeout=timeout, env=env, answer=answer, **fill)
+        out = self.run(cmd, timeout=timeout, env=env, answer=answer, cwd=cwd, **fill)
         assert out.returncode == 0, f"{cmd!r} exited {out.returncode}: {out.stdout}{out.stderr}"
         return out.stdout + out.stderr
 
