@@ -30,9 +30,9 @@ def test_killed_runner_critique_review_and_a_verified_receipt(
     waiting = ex.run(TASK)
     assert waiting.returncode == 3, waiting.stdout + waiting.stderr  # waits for review
     progress = waiting.stderr
-    assert "undid the edits of the attempt a crash cut short: src/calc.py" in progress
+    assert "the interrupted attempt's edits were undone (1 file(s))" in progress
     assert "stand-in: failed tests" in progress  # a - b: the tests fail
-    assert "stand-in: attempt 3 (with a critique)" in progress
+    assert "stand-in: attempt 2 (with a critique)" in progress  # the killed one is not counted
     assert "stand-in: checks passed" in progress
     proposal = re.search(r"review of 1 splice proposal\(s\): (\w+)", waiting.stdout)
     assert proposal, waiting.stdout
@@ -43,7 +43,7 @@ def test_killed_runner_critique_review_and_a_verified_receipt(
     assert "+    return a + b" in shown and "-    raise NotImplementedError" in shown
     ex.ok("lil splice apply ID", ID=proposal.group(1))
     done = ex.ok("lil run resume calc")
-    assert "task calc done by stand-in in 3 attempt(s)" in done
+    assert "task calc done by stand-in in 2 attempt(s)" in done
     assert "✓ tests" in done and "✓ protected signatures" in done
     assert "return a + b" in (ex.dir / "work" / "src" / "calc.py").read_text()
 
