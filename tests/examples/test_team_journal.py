@@ -1,14 +1,17 @@
 """examples/team_journal: the example's own throwaway PostgreSQL (cluster.py), the report
 SIGKILLed mid-run and taken over by `lil runs resume` in another process, `lil-tui` in a real
-terminal (tmux) following it and approving with two keys, each from the README's commands."""
+terminal (tmux) following it and approving with two keys, and JupyterLab's letitloop sidebar
+following the team journal, each from the README's commands."""
 
 from __future__ import annotations
 
 import json
 import socket
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +93,58 @@ def test_lil_tui_follows_a_crash_a_takeover_and_approves(team: Example) -> None:
     finally:
         term.close()
         _close_journals()
+
+
+def _get(lab: dict[str, Any], path: str) -> Any:
+    url = f"{lab['base']}/lil/api/{path}"
+    req = urllib.request.Request(url, headers={"Authorization": f"token {lab['token']}"})
+    with urllib.request.urlopen(req, timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+def test_the_lab_follows_the_team_journal(team: Example, tmp_path: Path) -> None:
+    """`jupyter lab` in the example's folder serves the PostgreSQL journal its pyproject.toml
+    names: the server extension lists the team's runs, and the sidebar follows a new one."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.lab_server import CHROME_ARGS, CHROMIUM, jupyter_lab
+
+    ex = team
+    ex.documented("jupyter lab")
+    ex.documented("python team.py --week 50")
+    # no LIL_JOURNAL: the server finds the journal from its root directory, as `jupyter lab`
+    # started in the folder does
+    with jupyter_lab(ex.dir, None, state=tmp_path, extensions=True) as lab:
+        try:
+            runs = _get(lab, "runs")
+        except urllib.error.HTTPError as exc:
+            log = Path(lab["log"]).read_text()[-3000:]
+            raise AssertionError(
+                f"/lil/api/runs answered {exc.code}; the lab's log:\n{log}"
+            ) from None
+        shown = {r["run_id"] for r in runs["runs"]}
+        assert "report:week-49" in shown, runs  # the run the other test made, from PostgreSQL
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 760})
+            page.goto(f"{lab['base']}/lab?token={lab['token']}")
+            tab = ".jp-SideBar .lm-TabBar-tab[data-id='letitloop-sidebar']"
+            page.wait_for_selector(tab, timeout=90_000)
+            page.locator(tab).click()
+            page.locator("#letitloop-sidebar .lil-tab-runs").click()
+            row = "#letitloop-sidebar .lil-run[data-run-id='report:week-50']"
+            report = ex.start("python team.py --week 50")
+            try:
+                report.wait_for("is waiting")
+                page.wait_for_selector(row, timeout=30_000)  # a run of another process
+                page.wait_for_selector(
+                    f"{row} .lil-badge-suspended, {row} .lil-badge-running", timeout=30_000
+                )
+                pending = [a for a in _get(lab, "approvals?status=pending")["approvals"]]
+                assert [a["run_id"] for a in pending] == ["report:week-50"]
+                ex.ok("lil approvals approve ID", ID=pending[0]["id"])
+                assert report.finish()[0] == 0
+                page.wait_for_selector(f"{row} .lil-badge-completed", timeout=30_000)
+            finally:
+                browser.close()
+    _close_journals()
