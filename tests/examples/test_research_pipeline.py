@@ -77,7 +77,8 @@ def test_the_budget_suspends_the_run_and_a_raise_continues_it(
     assert "step 'polish' (position 2) would pass the budget" in stopped.stderr
     assert "run research:8dd4a52f540ab23f suspended" in stopped.stdout
     assert "polish" not in stopped.stdout.split("suspended", 1)[1]  # it never started
-    ex.ok("lil runs budget research:8dd4a52f540ab23f --usd 0.05")
+    raised = ex.ok("lil runs budget research:8dd4a52f540ab23f --usd 0.05")
+    assert "budget of research:8dd4a52f540ab23f set to $0.05" in raised
     going = ex.start('python pipeline.py "tight budget"')
     going.wait_for("is waiting")  # past the budget, at the approval
     detail = ex.lil_json("runs", "show", "research:8dd4a52f540ab23f")
