@@ -64,6 +64,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow  # three frameworks, six processes each: about a minute in all
 @pytest.mark.parametrize(
     ("folder", "framework", "script", "point", "calls", "effect", "resolve", "answer"), CASES
 )

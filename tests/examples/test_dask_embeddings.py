@@ -8,6 +8,8 @@ import collections
 import re
 from collections.abc import Callable
 
+import pytest
+
 from tests.examples.cookbook import Example, killed, run_it
 
 
@@ -17,6 +19,7 @@ def _bills(ex: Example) -> collections.Counter[int]:
     return collections.Counter(int(line.split()[1]) for line in lines)
 
 
+@pytest.mark.slow  # three LocalClusters started: 10 to 40 s
 def test_orchestrator_killed_mid_map_then_a_bigger_corpus(example: Callable[..., Example]) -> None:
     ex = example("dask_embeddings")
     assert run_it(ex.readme) == ["python embed.py", "python embed.py --search churn"]

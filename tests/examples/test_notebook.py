@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 import nbformat
+import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
@@ -51,6 +52,7 @@ def _kill_the_kernel_mid_loop(ex: Example) -> int:
     return done
 
 
+@pytest.mark.slow  # four kernels: 20 to 40 s
 def test_kernel_killed_mid_loop_then_approved_from_the_terminal(
     example: Callable[..., Example],
 ) -> None:

@@ -53,6 +53,7 @@ def _close_journals() -> None:
     _close_pg_journals("postgresql://")
 
 
+@pytest.mark.slow  # with the module's PostgreSQL server: 20 to 40 s
 def test_lil_tui_follows_a_crash_a_takeover_and_approves(team: Example) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "tui"))
     from test_tmux import Terminal
@@ -102,6 +103,7 @@ def _get(lab: dict[str, Any], path: str) -> Any:
         return json.loads(reply.read())
 
 
+@pytest.mark.slow  # JupyterLab and Chromium: about 20 s
 def test_the_lab_follows_the_team_journal(team: Example, tmp_path: Path) -> None:
     """`jupyter lab` in the example's folder serves the PostgreSQL journal its pyproject.toml
     names: the server extension lists the team's runs, and the sidebar follows a new one."""
