@@ -56,6 +56,11 @@ def test_the_site_builds_with_no_warning(tmp_path: Path) -> None:
     for readme in (ROOT / "examples").glob("*/README.md"):
         assert (site / "examples" / readme.parent.name / "index.html").exists(), readme
     assert (site / "search/search_index.json").exists()
+    # a block fenced for its framework's environment (```python smolagents) is a Python block
+    # on the site, and the page goes on after it: its later headings exist
+    adapters = (site / "adapters/index.html").read_text()
+    assert 'id="autogen"' in adapters and 'id="crewai"' in adapters
+    assert "```python" not in adapters
 
 
 def site_copy(tmp_path: Path) -> tuple[Path, Path]:

@@ -102,9 +102,16 @@ def _listed(nav: Any) -> list[str]:
     return [nav] if isinstance(nav, str) else []
 
 
+# a fence naming the environment its block runs in (```python smolagents): tests/test_docs.py
+# reads the second word; on the site it is a plain Python block
+ENV_FENCE = re.compile(r"^(\s*```+)python [a-z][a-z0-9_-]*\s*$", re.MULTILINE)
+
+
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Rewrite an example README's links to ``docs/`` pages (written for the repository's
-    layout) into links to the same pages on the site."""
+    """Write an environment-named fence as a Python fence, and rewrite an example README's
+    links to ``docs/`` pages (written for the repository's layout) into links to the same pages
+    on the site."""
+    markdown = ENV_FENCE.sub(r"\1python", markdown)
     uri = page.file.src_uri
     if not uri.startswith("examples/"):
         return markdown
