@@ -32,6 +32,7 @@ _EXPORTS = {
     "Invalid": "letitloop.kernel._policy",
     "StepOptions": "letitloop.kernel._policy",
     "record_cost": "letitloop.kernel._cost",
+    "set_prices": "letitloop.kernel._cost",
     "Budget": "letitloop.kernel._policy",
     "Limit": "letitloop.kernel._limits",
     "BudgetExceeded": "letitloop.errors",
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     from letitloop.journal import open_journal
     from letitloop.journal._memory import MemoryJournal
     from letitloop.kernel._context import current_step
-    from letitloop.kernel._cost import record_cost
+    from letitloop.kernel._cost import record_cost, set_prices
     from letitloop.kernel._fork import fork_run, fork_thread, run_fork
     from letitloop.kernel._human import Decision, approval, async_approval, suspend
     from letitloop.kernel._limits import Limit
