@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Header, Label, Sparkline, Static
 
 from letitloop import journal as an, operate as ops
 from letitloop.tui._model import JournalChanged
+from letitloop.tui._plain import PlainLabel, PlainStatic, PlainTable
 from letitloop.tui._widgets import JournalScreen
 
 # the times ``t`` steps through: (words, seconds back from now or None for all time)
@@ -59,21 +60,21 @@ class AnalyticsScreen(JournalScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("Reading the journal…", id="an-totals")
+        yield PlainStatic("Reading the journal…", id="an-totals")
         with Vertical(id="an-days"):
-            yield Label("Per day", id="an-span", classes="an-title")
+            yield PlainLabel("Per day", id="an-span", classes="an-title")
             for key, label in (("cost", "cost"), ("attempts", "attempts"), ("failed", "failed")):
                 with Horizontal(classes="an-spark-row"):
-                    yield Label(label, id=f"an-label-{key}", classes="an-spark-label")
+                    yield PlainLabel(label, id=f"an-label-{key}", classes="an-spark-label")
                     yield Sparkline([], id=f"an-spark-{key}")
         with Horizontal(id="an-main"):
             with Vertical(id="an-cost"):
-                yield Label("Cost per workflow and model", classes="an-title")
+                yield PlainLabel("Cost per workflow and model", classes="an-title")
                 yield _table("an-by-model", "workflow", "model", "calls", "cost")
             with Vertical(id="an-right"):
-                yield Label("Slowest steps", classes="an-title")
+                yield PlainLabel("Slowest steps", classes="an-title")
                 yield _table("an-slowest", "name", "attempts", "p50", "p95")
-                yield Label("Failures and retries", classes="an-title")
+                yield PlainLabel("Failures and retries", classes="an-title")
                 yield _table("an-failures", "name", "attempts", "failed", "retries", "rate")
         yield Footer()
 
@@ -164,7 +165,7 @@ class AnalyticsScreen(JournalScreen):
 
 
 def _table(table_id: str, *columns: str) -> DataTable[Any]:
-    table: DataTable[Any] = DataTable(id=table_id, cursor_type="row", zebra_stripes=True)
+    table: DataTable[Any] = PlainTable(id=table_id, cursor_type="row", zebra_stripes=True)
     for name in columns:
         table.add_column(name, key=name)
     return table

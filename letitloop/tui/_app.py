@@ -25,6 +25,7 @@ from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._model import Clock, JournalChanged, JournalProblem, Model
 from letitloop.tui._palette import RunLookup
+from letitloop.tui._plain import PlainNotify
 from letitloop.tui._runs import RunsScreen
 from letitloop.tui._widgets import JournalScreen
 
@@ -48,8 +49,9 @@ def _later(module: str, name: str) -> Callable[[], Screen[Any]]:
     return make
 
 
-class LilApp(App[None]):
-    """The terminal dashboard of one journal."""
+class LilApp(PlainNotify):
+    """The terminal dashboard of one journal (its notifications are plain text: see
+    ``letitloop.tui._plain``)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "letitloop"

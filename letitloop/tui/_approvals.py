@@ -22,6 +22,7 @@ from textual.widgets.data_table import ColumnKey
 
 from letitloop.tui import _actions
 from letitloop.tui._model import ApprovalRow, truncate
+from letitloop.tui._plain import PlainStatic
 from letitloop.tui._widgets import JournalScreen, PayloadScreen, PromptScreen, RowTable
 
 # (key, label, width): the run id takes what the others leave of the table's width, cut in
@@ -107,7 +108,7 @@ class ApprovalsScreen(JournalScreen):
                 table.add_column(label, key=key, width=width or MIN_RUN_WIDTH)
             yield table
             with VerticalScroll(id="payload-pane"):
-                yield Static("", id="payload")
+                yield PlainStatic("", id="payload")
         yield Footer()
 
     def on_mount(self) -> None:

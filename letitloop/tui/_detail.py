@@ -32,6 +32,7 @@ from letitloop.tui._model import (
     truncate,
     usd,
 )
+from letitloop.tui._plain import PlainLabel, PlainStatic
 from letitloop.tui._runs import RUN_BINDINGS, RunActions
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable, status_text
 
@@ -74,19 +75,19 @@ class DetailScreen(RunActions, JournalScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("", id="summary")
+        yield PlainStatic("", id="summary")
         with Horizontal(id="detail-main"):
             table: DataTable[Any] = RowTable(id="steps")
             for key, label, width in STEP_COLUMNS:
                 table.add_column(label, key=key, width=width)
             yield table
             with VerticalScroll(id="attempt-pane"):
-                yield Static("", id="attempt")
+                yield PlainStatic("", id="attempt")
         with Horizontal(id="detail-bottom"):
             with Vertical(id="chart-box"):
-                yield Label("step durations", classes="caption", id="durations-caption")
+                yield PlainLabel("step durations", classes="caption", id="durations-caption")
                 yield Sparkline([], id="durations")
-                yield Static("", id="cost-meter")
+                yield PlainStatic("", id="cost-meter")
             yield RichLog(id="events", max_lines=2000, wrap=False, markup=False)
         yield Footer()
 

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from letitloop.tui import _actions
 from letitloop.tui._model import EffectRow, JournalChanged
+from letitloop.tui._plain import PlainStatic
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable
 
 EFFECT_COLUMNS = (
@@ -62,7 +63,7 @@ class EffectsScreen(JournalScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("Looking for side effects in doubt…", id="effects-help")
+        yield PlainStatic("Looking for side effects in doubt…", id="effects-help")
         table: DataTable[Any] = RowTable(id="effects")
         for key, label in EFFECT_COLUMNS:
             table.add_column(label, key=key)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Label, Static
+
+from letitloop.tui._plain import PlainLabel, PlainStatic, plain
 
 EXPLAIN: dict[str, str] = {
     # app
@@ -132,12 +132,12 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("key", style="bold cyan", no_wrap=True, justify="right")
         table.add_column("what it does", ratio=1)
         for keys, text in self.rows:
-            table.add_row(keys, text)
+            table.add_row(plain(keys), plain(text))
         title = self.under.sub_title or type(self.under).__name__.removesuffix("Screen")
         with VerticalScroll(id="help-dialog", classes="dialog"):
-            yield Label(Text(f"Keys on this screen ({title})", "bold"))
-            yield Static(table, id="help-keys")
-            yield Label("? or Escape closes this", classes="hint")
+            yield PlainLabel(plain(f"Keys on this screen ({title})", "bold"))
+            yield PlainStatic(table, id="help-keys")
+            yield PlainLabel("? or Escape closes this", classes="hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from textual.command import Hit, Hits, Provider
 
 from letitloop.errors import LetItLoopError
+from letitloop.tui._plain import escaped, plain
 
 if TYPE_CHECKING:
     from letitloop.tui._app import LilApp
@@ -27,12 +28,15 @@ class RunLookup(Provider):
         except LetItLoopError as exc:
             candidates: list[Any] = list(getattr(exc, "candidates", None) or [])[:5]
             for run_id in candidates:
-                yield Hit(0.5, f"Open run {run_id}", _opener(app, run_id), help=exc.message)
+                yield _hit(app, run_id, 0.5, exc.message)
             return
         except Exception:  # the journal is away: the app's title bar says so already
             return
-        yield Hit(1.0, f"Open run {run_id}", _opener(app, run_id), help="run detail")
+        yield _hit(app, run_id, 1.0, "run detail")
 
 
-def _opener(app: LilApp, run_id: str) -> Any:
-    return lambda: app.open_run(run_id)
+def _hit(app: LilApp, run_id: str, score: float, help_text: str) -> Hit:
+    """``Open run …``: the run id (and a journal error naming ids) shown as written."""
+    words = f"Open run {run_id}"
+    opener: Any = lambda: app.open_run(run_id)  # noqa: E731
+    return Hit(score, plain(words), opener, text=words, help=escaped(help_text))

@@ -22,12 +22,12 @@ from textual.widgets import DataTable, Footer, Header, Input, Label
 from letitloop.journal._contract import EventInfo
 from letitloop.tui import _actions
 from letitloop.tui._model import RUN_COLUMNS, SORT_KEYS, STATUSES, JournalChanged, RunRow
+from letitloop.tui._plain import PlainLabel, cell
 from letitloop.tui._widgets import (
     ConfirmScreen,
     JournalScreen,
     PromptScreen,
     RowTable,
-    cell_text,
     status_text,
 )
 
@@ -157,7 +157,7 @@ class RunsScreen(RunActions, JournalScreen):
         yield Header()
         with Horizontal(id="runs-bar"):
             yield Input(placeholder="filter by run id or workflow  (/)", id="filter")
-            yield Label("", id="runs-state")
+            yield PlainLabel("", id="runs-state")
         table: DataTable[Any] = RowTable(id="runs")
         for key, label in RUN_COLUMNS:
             table.add_column(label, key=key)
@@ -244,7 +244,7 @@ class RunsScreen(RunActions, JournalScreen):
 
     @staticmethod
     def cells(r: RunRow) -> tuple[Text, ...]:
-        c = [cell_text(v) for v in r.cells()]
+        c = [cell(v) for v in r.cells()]
         c[2] = status_text(r.status)
         return tuple(c)
 

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from letitloop.journal._contract import Proposal
 from letitloop.tui import _actions
 from letitloop.tui._model import JournalChanged
+from letitloop.tui._plain import PlainStatic
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, RowTable, status_text
 
 SPLICE_COLUMNS = (
@@ -72,7 +73,7 @@ class SplicesScreen(JournalScreen):
                 table.add_column(label, key=key)
             yield table
             with VerticalScroll(id="diff-pane"):
-                yield Static("", id="diff")
+                yield PlainStatic("", id="diff")
         yield Footer()
 
     def on_mount(self) -> None:

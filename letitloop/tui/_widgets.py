@@ -19,9 +19,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
+from textual.widgets import Button, Input, TextArea
 
 from letitloop.tui._model import STATUS_STYLE, JournalChanged, Model
+from letitloop.tui._plain import PlainLabel, PlainStatic, PlainTable, cell
 
 if TYPE_CHECKING:
     from letitloop.tui._app import LilApp
@@ -31,13 +32,7 @@ _FAILED = object()
 
 
 def status_text(status: str) -> Text:
-    return Text(status, style=STATUS_STYLE.get(status.split(" ")[0], ""))
-
-
-def cell_text(value: str) -> Text:
-    """A table cell shown exactly as written: a plain ``str`` cell is parsed as Rich markup
-    (a run id with ``[/]`` in it stopped the app) and costs that parse for every cell measured."""
-    return Text(value, no_wrap=True, end="")
+    return cell(status, STATUS_STYLE.get(status.split(" ")[0], ""))
 
 
 class JournalScreen(Screen[None]):
@@ -162,9 +157,10 @@ class JournalScreen(Screen[None]):
         self.lil.ui(self.reload)
 
 
-class RowTable(DataTable[Any]):
+class RowTable(PlainTable):
     """A table of rows where Home and End move the cursor to the first and the last row (a
-    plain ``DataTable`` scrolls sideways on them), as in every other list people use."""
+    plain ``DataTable`` scrolls sideways on them), as in every other list people use. Its ``str``
+    cells are shown as written (``PlainTable``)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("home", "scroll_top", "First row", show=False),
@@ -195,7 +191,7 @@ class ConfirmScreen(ModalScreen["str | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm", classes="dialog"):
-            yield Label(self.question, id="question")
+            yield PlainLabel(self.question, id="question")
             if self.with_comment:
                 yield Input(placeholder="comment (optional), kept with the decision", id="comment")
             with Horizontal(classes="buttons"):
@@ -228,9 +224,9 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="prompt"):
-            yield Label(self.title_text)
+            yield PlainLabel(self.title_text)
             yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
-            yield Label("Enter to submit, Escape to cancel", classes="hint")
+            yield PlainLabel("Enter to submit, Escape to cancel", classes="hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)
@@ -253,9 +249,9 @@ class PayloadScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="payload-dialog"):
-            yield Label(self.title_text)
+            yield PlainLabel(self.title_text)
             yield TextArea.code_editor(self.text, language="json", id="payload-editor")
-            yield Static("", id="payload-error")
+            yield PlainStatic("", id="payload-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save and approve (ctrl+s)", variant="success", id="save")
                 yield Button("Cancel (esc)", id="cancel")
@@ -271,7 +267,7 @@ class PayloadScreen(ModalScreen[str | None]):
         try:
             self.check(text)
         except ValueError as exc:
-            self.query_one("#payload-error", Static).update(Text(f"not saved: {exc}", "red"))
+            self.query_one("#payload-error", PlainStatic).update(Text(f"not saved: {exc}", "red"))
             return
         self.dismiss(text)
 
