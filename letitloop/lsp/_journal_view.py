@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from letitloop.lsp._analysis import DurableFunction, Finding, StepSite
+from letitloop.lsp._escape import code, fenced, lens, shell, text
 
 RECENT = 5  # runs shown in a hover
 THROTTLE = 0.3  # seconds: at most one re-read of a busy run (or of the run list) per window
@@ -280,60 +281,64 @@ def attempts_of(detail: Any, site: StepSite) -> list[Any]:
     return [a for a in detail.attempts if a.name == site.name and a.kind in kinds]
 
 
-def _preview(text: str | None) -> str:
-    if text is None:
+def _preview(value: str | None) -> str:
+    if value is None:
         return ""
-    text = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + " …"
-    return text.replace("```", "`\u200b``")
+    return value if len(value) <= PREVIEW_CHARS else value[:PREVIEW_CHARS] + " …"
+
+
+# Hovers are Markdown: every name, id, status and error in them comes from the file or the
+# journal, and goes through ``_escape`` (code spans, escaped text, ``table=True`` in a table).
 
 
 def render_step_hover(state: FunctionState, site: StepSite, now: float | None = None) -> str:
     """Markdown for a hover on a step, marker or approval call."""
-    title = f"**{site.kind} `{site.name}`**"
+    title = f"**{text(site.kind)} {code(site.name)}**"
     if not state.runs:
         return f"{title}\n\nNo run of this workflow in the journal yet."
-    lines = [f"{title} · workflow `{state.workflow}`", ""]
+    lines = [f"{title} · workflow {code(state.workflow)}", ""]
     lines += ["| run | status | attempts | duration | cost |", "|---|---|---|---|---|"]
     latest: Any = None
     for run, detail in zip(state.runs, state.details, strict=True):
+        key = code(run.key, table=True)
         tries = attempts_of(detail, site)
         if not tries:
-            lines.append(f"| `{run.key}` {ago(run.updated, now)} | not reached | 0 | - | - |")
+            lines.append(f"| {key} {ago(run.updated, now)} | not reached | 0 | - | - |")
             continue
         last = tries[-1]
         latest = latest or (run, last)
         spent = sum(a.cost_micros for a in tries)
         status = last.status + (f" ({last.resolution})" if last.resolution else "")
         lines.append(
-            f"| `{run.key}` {ago(run.updated, now)} | {status} | {len(tries)} "
+            f"| {key} {ago(run.updated, now)} | {text(status)} | {len(tries)} "
             f"| {duration(last)} | {cost(spent)} |"
         )
     if latest is not None:
         run, last = latest
-        lines += ["", f"Run `{run.run_id}`"]
+        lines += ["", f"Run {code(run.run_id)}"]
         if last.error:
-            lines += ["", f"**Error:** `{error_summary(last.error)}`"]
+            lines += ["", f"**Error:** {code(error_summary(last.error))}"]
         elif last.preview is not None:
-            lines += ["", "Output:", "```text", _preview(last.preview), "```"]
+            lines += ["", "Output:", *fenced(_preview(last.preview))]
     return "\n".join(lines)
 
 
 def render_function_hover(
     state: FunctionState, fn: DurableFunction, now: float | None = None
 ) -> str:
-    title = f"**durable `{fn.qualname}`**"
+    title = f"**durable {code(fn.qualname)}**"
     if not state.runs:
         return f"{title}\n\nNo run of this workflow in the journal yet."
-    lines = [f"{title} · workflow `{state.workflow}` · {state.total} runs", ""]
+    lines = [f"{title} · workflow {code(state.workflow)} · {state.total} runs", ""]
     lines += ["| run | status | steps | updated | cost |", "|---|---|---|---|---|"]
     for run in state.runs:
         lines.append(
-            f"| `{run.run_id}` | {run.status} | {run.steps_done} | {ago(run.updated, now)} "
-            f"| {cost(run.cost_micros)} |"
+            f"| {code(run.run_id, table=True)} | {text(run.status)} | {run.steps_done} "
+            f"| {ago(run.updated, now)} | {cost(run.cost_micros)} |"
         )
     last = state.runs[0]
     if last.error:
-        lines += ["", f"**Last error:** `{error_summary(last.error)}`"]
+        lines += ["", f"**Last error:** {code(error_summary(last.error))}"]
     return "\n".join(lines)
 
 
@@ -343,29 +348,30 @@ def function_lens_title(state: FunctionState, now: float | None = None) -> str:
     last = state.runs[0]
     spent = state.cost_micros
     plural = "run" if state.total == 1 else "runs"
-    return (
+    return lens(
         f"lil: {state.total} {plural} · last {last.status} {ago(last.updated, now)} · {cost(spent)}"
     )
 
 
 def step_lens_title(state: FunctionState, site: StepSite) -> str | None:
+    """The title of a step's lens (plain text; ``$(`` of an error kept text: ``_escape.lens``)."""
     if not state.details or site.name is None:
         return None
     tries = attempts_of(state.details[0], site)
     if not tries:
-        return f"○ not reached in the last run ({state.runs[0].status})"
+        return lens(f"○ not reached in the last run ({state.runs[0].status})")
     last = tries[-1]
     if last.status == "started" and site.kind == "approval":
         return "⏸ waiting for a decision"
     if last.status == "started" and state.runs[0].status != "running":
-        return f"… started, unfinished (run {state.runs[0].status})"
+        return lens(f"… started, unfinished (run {state.runs[0].status})")
     mark = {"completed": "✓", "failed": "✗", "started": "…"}.get(last.status, "•")
-    text = f"{mark} {last.status} · {duration(last)}"
+    title = f"{mark} {last.status} · {duration(last)}"
     if len(tries) > 1:
-        text += f" · {len(tries)} attempts"
+        title += f" · {len(tries)} attempts"
     if last.error:
-        text += f" · {error_summary(last.error)}"
-    return text
+        title += f" · {error_summary(last.error)}"
+    return lens(title)
 
 
 def resumable(state: FunctionState) -> str | None:
@@ -401,8 +407,8 @@ def journal_findings(state: FunctionState, fn: DurableFunction) -> list[Finding]
             found.append(
                 Finding(
                     "LIL101",
-                    f"the last run {run.run_id} failed here ({ago(run.updated)}): "
-                    f"{error_summary(failed[-1].error)}",
+                    f"the last run {code(run.run_id)} failed here ({ago(run.updated)}): "
+                    f"{code(error_summary(failed[-1].error))}",
                     "error",
                     site.span,
                     None,
@@ -414,14 +420,15 @@ def journal_findings(state: FunctionState, fn: DurableFunction) -> list[Finding]
     if run.status in UNFINISHED and run.status != "running":
         for a in detail.attempts:
             if a.kind == "marker" and a.status != "completed" and not a.resolution:
+                resolve = shell("lil", "effects", "resolve", run.run_id, a.name)
                 site = by_name.get(a.name)
                 if site is not None and site.kind == "marker":
                     found.append(
                         Finding(
                             "LIL103",
-                            f"marker {a.name!r} of run {run.run_id} is in doubt: its block started "
-                            "and never finished. Decide with `lil effects resolve "
-                            f"{run.run_id} {a.name} --done|--redo` before resuming",
+                            f"marker {code(a.name)} of run {code(run.run_id)} is in doubt: its "
+                            "block started and never finished. Decide with "
+                            f"{code(resolve + ' --done|--redo')} before resuming",
                             "warning",
                             site.span,
                             None,
@@ -448,10 +455,10 @@ def _nondeterminism(run: Any, detail: Any, fn: DurableFunction) -> list[Finding]
             found.append(
                 Finding(
                     "LIL102",
-                    f"the unfinished run {run.run_id} journaled {old.kind} {old.name!r} at "
-                    f"position {position}; this code calls {site.kind} {site.name!r} there, so "
-                    "resuming it raises NonDeterminismError. Restore the old order to resume, or "
-                    f"start over with `lil runs reset {run.run_id}`",
+                    f"the unfinished run {code(run.run_id)} journaled {old.kind} {code(old.name)} "
+                    f"at position {position}; this code calls {site.kind} {code(site.name)} "
+                    "there, so resuming it raises NonDeterminismError. Restore the old order to "
+                    f"resume, or start over with {code(shell('lil', 'runs', 'reset', run.run_id))}",
                     "warning",
                     site.span,
                     None,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from letitloop.journal._preview import local_time
+from letitloop.lsp._escape import code, shell, text
 from letitloop.lsp._journal_view import ago, cost, error_summary
 
 VIEW_RUNS = 50  # runs listed on the page, newest first
@@ -51,9 +52,10 @@ def render_runs_view(
     workflow: str | None, qualname: str, path: str, runs: Sequence[Any], total: int,
     now: float | None = None,
 ) -> str:  # fmt: skip
-    """Markdown listing the runs of ``qualname`` (defined in ``path``)."""
-    title = f"# Runs of `{workflow or qualname}`"
-    where = f"`{qualname}` in `{path}`"
+    """Markdown listing the runs of ``qualname`` (defined in ``path``); every name, id, status
+    and error goes through ``_escape``, as in the hovers."""
+    title = f"# Runs of {code(workflow or qualname)}"
+    where = f"{code(qualname)} in {code(path)}"
     if not runs:
         return (
             f"{title}\n\n{where} has no run in the journal yet. Call it once (or run the cell) "
@@ -64,19 +66,20 @@ def render_runs_view(
     lines += ["| run | status | steps | started | duration | cost |", "|---|---|---|---|---|---|"]
     for run in runs:
         lines.append(
-            f"| `{run.run_id}` | {run.status} | {run.steps_done} | {local_time(run.created)} "
-            f"({ago(run.created, now)}) | {seconds(run)} | {cost(run.cost_micros)} |"
+            f"| {code(run.run_id, table=True)} | {text(run.status)} | {run.steps_done} "
+            f"| {local_time(run.created)} ({ago(run.created, now)}) | {seconds(run)} "
+            f"| {cost(run.cost_micros)} |"
         )
     for run in runs:
-        lines += ["", f"## `{run.run_id}`: {run.status}", ""]
+        lines += ["", f"## {code(run.run_id)}: {text(run.status)}", ""]
         if run.current_step:
-            lines.append(f"- last step: `{run.current_step}`")
+            lines.append(f"- last step: {code(run.current_step)}")
         if run.error:
-            lines.append(f"- error: `{error_summary(run.error)}`")
-        lines.append(f"- inspect: `lil runs show {run.run_id}`")
+            lines.append(f"- error: {code(error_summary(run.error))}")
+        lines.append(f"- inspect: {code(shell('lil', 'runs', 'show', run.run_id))}")
         if run.status in ("interrupted", "failed", "suspended"):
-            lines.append(f"- continue: `lil runs resume {run.run_id}`")
-        lines.append(f"- start over: `lil runs reset {run.run_id}`")
+            lines.append(f"- continue: {code(shell('lil', 'runs', 'resume', run.run_id))}")
+        lines.append(f"- start over: {code(shell('lil', 'runs', 'reset', run.run_id))}")
     return "\n".join(lines) + "\n"
 
 
