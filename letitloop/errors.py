@@ -12,6 +12,7 @@ imports it, and it imports nothing of letitloop).
     ├── RunCancelledError           someone cancelled the run; it stops and is not resumed
     ├── NonDeterminismError         replay met a different step than the journal recorded
     ├── RunArgumentsError           a fixed run id was called with other arguments than journaled
+    ├── ForkedRunError              a call computed a fork's run id (its steps are another run's)
     ├── InDoubtError                a side effect started but never recorded completion
     ├── NotInDurableContextError    step()/atomic_marker() called outside a durable function
     ├── DeadLetteredError           a step used up its retry or validation attempts
@@ -151,6 +152,19 @@ class RunArgumentsError(LetItLoopError):
         super().__init__(message, **kw)  # type: ignore[arg-type]
         self.journaled = journaled
         self.called = called
+
+
+class ForkedRunError(LetItLoopError):
+    """A call computed the run id of a fork (``lil runs fork``, ``fork_run``): the fork's reused
+    steps were computed for the run it was forked from, so replaying them for this call would
+    be wrong. ``.origin`` is that run's id; a fork runs with ``run_fork`` or ``lil runs
+    resume``."""
+
+    title = "run id of a fork"
+
+    def __init__(self, message: str, *, origin: str, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.origin = origin
 
 
 class InDoubtError(LetItLoopError):

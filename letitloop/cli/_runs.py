@@ -311,12 +311,14 @@ def resume_cmd(run: str, as_json: bool) -> None:
     """
     from letitloop.cli import _resumed
     from letitloop.errors import LetItLoopError, Suspended
-    from letitloop.journal import find_location
-    from letitloop.kernel import resume_run
+    from letitloop.journal import find_location, forked_from
+    from letitloop.kernel import describe_origin, resume_run
 
     journal = open_cli_journal()
     run_id = journal.find_run(run)
     os.environ["LIL_JOURNAL"] = str(find_location(journal_spec()))  # the workflow's default
+    if (origin := forked_from(journal, run_id)) is not None:  # its reused steps are another's
+        out.stderr_write(f"note: {describe_origin(run_id, origin)}")
     _resumed.note_imports(journal.get_run(run_id).entry)  # before the import runs it
     try:
         result = resume_run(journal, run_id)
@@ -352,7 +354,10 @@ def resume_cmd(run: str, as_json: bool) -> None:
     '"kwargs": {...}}; default: the run\'s own.',
 )
 @click.option(
-    "--key", metavar="KEY", help="The fork's run key (default: the run's, plus a suffix)."
+    "--key",
+    metavar="LABEL",
+    help="Label the fork: its run key is the run's key, '~' and LABEL (default: random), a key "
+    "no call of the workflow computes.",
 )
 @click.option("--run", "run_now", is_flag=True, help="Run the fork now, as `lil runs resume` does.")
 @click.option("--by", metavar="NAME", help="Who forks it (default: user@host).")

@@ -60,7 +60,10 @@ _EXPORTS = {
         ("approval", "async_approval", "suspend", "Decision", "may_wait"), "letitloop.kernel._human"
     ),
     **dict.fromkeys(("supervise",), "letitloop.kernel._supervise"),
-    **dict.fromkeys(("fork_run", "run_fork", "fork_thread", "ForkedRun"), "letitloop.kernel._fork"),
+    **dict.fromkeys(
+        ("fork_run", "run_fork", "fork_thread", "ForkedRun", "describe_origin"),
+        "letitloop.kernel._fork",
+    ),
     **dict.fromkeys(("resume_run", "resume_refusal"), "letitloop.kernel._resume"),
     **dict.fromkeys(("MapUpdate", "map_observer_var"), "letitloop.kernel._fanout"),
     **dict.fromkeys(("fields", "replace", "frozen"), "letitloop.kernel._frozen"),
@@ -96,6 +99,7 @@ if TYPE_CHECKING:
     )
     from letitloop.kernel._fork import (
         ForkedRun as ForkedRun,
+        describe_origin as describe_origin,
         fork_run as fork_run,
         fork_thread as fork_thread,
         run_fork as run_fork,

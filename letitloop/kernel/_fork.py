@@ -5,9 +5,12 @@
 
 ``fork_run`` makes a new run whose journal holds the source run's journaled results of every step
 before STEP (``journal._fork``), records where it was forked from, and leaves the source
-untouched. Running the fork (``run_fork``, ``ForkedRun.run``, ``lil runs fork --run`` or ``lil
-runs resume``) imports the workflow as a resume does, replays the copied steps and runs from STEP
-on. A LangGraph thread forks by LangGraph's own rules, from a checkpoint id (``fork_thread``).
+untouched. A fork's key is the source's key, ``~`` and a label (``key=``, else random): a key a
+call derives from its arguments never has a ``~``, and a call whose fixed run id names a fork is
+refused (``ForkedRunError``), so a real call never gets a fork's steps back. Running the fork
+(``run_fork``, ``ForkedRun.run``, ``lil runs fork --run`` or ``lil runs resume``) imports the
+workflow as a resume does, replays the copied steps and runs from STEP on. A LangGraph thread
+forks by LangGraph's own rules, from a checkpoint id (``fork_thread``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from letitloop.errors import ConfigError, JournalError
+from letitloop.errors import ConfigError, ForkedRunError, JournalError
 from letitloop.journal import (
     Encoded,
     ForkOrigin,
@@ -31,6 +34,8 @@ from letitloop.kernel._entry import sign_entry, verify_entry
 from letitloop.kernel._options import JournalSpec
 
 __all__ = ["ForkOrigin", "ForkedRun", "fork_run", "fork_thread", "forked_from", "run_fork"]
+
+FORK_MARK = "~"  # between the source's key and the fork's label: never in a derived key
 
 
 @dataclass(frozen=True)
@@ -71,9 +76,10 @@ def fork_run(
     name (its first position), into a new run that reuses every journaled step before it.
 
     ``args``/``kwargs`` are the new call's arguments (either given: both replace the old ones);
-    by default the source's. ``key`` names the fork (run id ``workflow:key``); by default the
-    source's key plus a random suffix. A run some process executes is refused
-    (``RunLockedError``). The source run is never written to."""
+    by default the source's. ``key`` labels the fork: its run id is ``workflow:SOURCEKEY~key``
+    (by default a random label), in a namespace of its own, so no call of the workflow computes
+    it. A run some process executes is refused (``RunLockedError``). The source run is never
+    written to."""
     from letitloop.kernel._runtime import codec_for, resolve_journal
 
     jr = resolve_journal(journal)
@@ -84,8 +90,11 @@ def fork_run(
     if args is not None or kwargs is not None:
         new = [list(args or []), dict(kwargs or {})]
         encoded = codec.encode(new, what=f"arguments of the fork of {source}")
-    fork_key = key or f"{plan.source.key}~{secrets.token_hex(3)}"
-    check_text(fork_key, "a fork's key", ConfigError)
+    label = secrets.token_hex(3) if key is None else check_text(key, "a fork's key", ConfigError)
+    if not label:
+        raise ConfigError("a fork's key cannot be empty", fix="leave it out (a random one is made)")
+    fork_key = f"{plan.source.key}{FORK_MARK}{label}"
+    check_text(fork_key, "a fork's run key", ConfigError)
     new_id = f"{plan.workflow}:{fork_key}"
     if _exists(jr, new_id):
         raise ConfigError(
@@ -152,12 +161,46 @@ def run_fork(
     return call()
 
 
-def fork_key(journal: Journal, run_id: str, computed: str) -> str | None:
-    """For ``resume_run``: the key to run ``run_id`` under when it is a fork (whose id no call
-    computes from its arguments), else None."""
-    if computed == run_id or forked_from(journal, run_id) is None:
+def fork_key(journal: Journal, run_id: str) -> str | None:
+    """For ``resume_run``: the key to run ``run_id`` under when it is a fork (run as a fork
+    whatever its arguments compute, even when a fork made before forks had a namespace of their
+    own took a key a call computes), else None."""
+    if forked_from(journal, run_id) is None:
         return None
     return run_id[len(journal.get_run(run_id).run.workflow) + 1 :]
+
+
+def refuse_fork(journal: Journal, workflow: str, run_id: str) -> None:
+    """Raise ``ForkedRunError`` if ``run_id``, which a call of ``workflow`` computed, is a
+    fork's: its reused steps were computed for the run it was forked from, and the call must
+    not get them back (a fork made before forks had keys of their own could take such an id)."""
+    origin = forked_from(journal, run_id)
+    if origin is None:
+        return
+    at = _at(origin)
+    raise ForkedRunError(
+        f"this call of {workflow} computed run id {run_id}, which is a fork of {origin.run_id} "
+        f"made at {at}: its steps before {at} are {origin.run_id}'s results, not this call's",
+        fix=f"run the fork itself with `lil runs resume {run_id}` (or letitloop.run_fork); give "
+        "this call a run id of its own (run_id=). Forks made now have keys of their own "
+        f"(the source's key, {FORK_MARK!r} and a label), which no call computes",
+        run_id=run_id,
+        origin=origin.run_id,
+    )
+
+
+def _at(origin: ForkOrigin) -> str:
+    if origin.step:
+        return f"{origin.step!r} (position {origin.position})"
+    return f"position {origin.position}"
+
+
+def describe_origin(run_id: str, origin: ForkOrigin) -> str:
+    """``RUN is a fork of SOURCE at 'step' (position 2): …``, the note a fork's resume shows."""
+    return (
+        f"{run_id} is a fork of {origin.run_id} at {_at(origin)}: the steps before it replay "
+        f"the results {origin.run_id} journaled (epoch {origin.epoch})"
+    )
 
 
 def fork_thread(

@@ -38,9 +38,9 @@ def resume_run(journal: Journal, run: str) -> Any:
     fn = load_entry(entry, run_id)
     decoded: Any = codec.decode(*detail.args, what=f"arguments of run {run_id}")
     args, kwargs = decoded
-    computed, call = run_again(fn, info.workflow, args, kwargs, journal)
-    if computed != run_id and (key := fork_key(journal, run_id, computed)) is not None:
-        computed, call = run_again(fn, info.workflow, args, kwargs, journal, key=key)
+    # a fork runs under its own key, whatever a call with its arguments computes
+    key = fork_key(journal, run_id)
+    computed, call = run_again(fn, info.workflow, args, kwargs, journal, key=key)
     if computed != run_id:
         raise ConfigError(
             f"run {run_id} cannot be resumed by name: calling {entry} with its arguments "

@@ -143,6 +143,7 @@ class _Invocation:
         self.fixed = opts.run_key(arguments)
         self.key = self.fixed or fingerprint(bound_args, bound_kwargs)[:16]
         self.run_id = f"{self.workflow}:{self.key}"
+        self.as_fork = False  # run as a fork (``run_again(key=)``), not as a call computed it
         try:
             codec, data = self.codec.encode(
                 [list(args), kwargs], what=f"arguments of {self.workflow}"
@@ -152,8 +153,8 @@ class _Invocation:
             self.args = None  # resuming by name is then impossible; the run itself still works
 
     def open(self, parent: str | None) -> RunContext | _Done:
-        if self.fixed is not None and not self.opts.ignore_args and self.args is not None:
-            self._check_arguments()
+        if self.fixed is not None:
+            self._check_fixed_run()
         state = self.journal.open_run(
             run_id=self.run_id,
             workflow=self.workflow,
@@ -176,9 +177,10 @@ class _Invocation:
             self.journal, self.codec, state, self.opts.step_defaults(), limits, self.opts.on_change
         )
 
-    def _check_arguments(self) -> None:
-        """A fixed run id names one call: refuse a call whose arguments differ from those
-        journaled under it, before anything is written (see ``RunArgumentsError``)."""
+    def _check_fixed_run(self) -> None:
+        """A fixed run id names one call: before anything is written, refuse a call whose run
+        id a fork holds (``ForkedRunError``: a derived key never can, it has no ``~``), or whose
+        arguments differ from those journaled under it (``RunArgumentsError``)."""
         try:
             state = self.journal.open_run(  # a look at its arguments: not its 1000 steps
                 run_id=self.run_id, workflow=self.workflow, key=self.key, lease=False, steps=False
@@ -187,6 +189,12 @@ class _Invocation:
             return  # someone executes it right now: the leased open says so
         except JournalError:
             return  # no such run yet: this call starts it
+        if not self.as_fork:
+            from letitloop.kernel._fork import refuse_fork
+
+            refuse_fork(self.journal, self.workflow, self.run_id)
+        if self.opts.ignore_args or self.args is None:
+            return
         if state.args is None or state.args == self.args or state.status == "reset":
             return
         assert self.args is not None
@@ -386,7 +394,7 @@ def run_again(
 ) -> tuple[str, Callable[[], Any]]:
     """The run id a durable function computes for these arguments under ``workflow``, and a
     call that runs it on ``journal`` (for ``lil runs resume``); ``key`` runs it under that run
-    key instead (a fork, whose id no call computes)."""
+    key instead, as a fork (whose id no call computes; a call that does is refused)."""
     import asyncio
 
     opts = getattr(fn, "__letitloop_options__", None)
@@ -397,7 +405,7 @@ def run_again(
         opts = replace(opts, journal=journal)
     inv = _Invocation(opts, inner, args, kwargs, workflow)
     if key is not None:
-        inv.key, inv.run_id = key, f"{inv.workflow}:{key}"
+        inv.key, inv.run_id, inv.as_fork = key, f"{inv.workflow}:{key}", True
     if inv.journal.journal_id != journal.journal_id:
         raise ConfigError(
             f"workflow {workflow} writes to the journal {inv.journal.location}, not "

@@ -36,3 +36,9 @@ def calls() -> list[str]:
         return []
     with open(path, encoding="utf-8") as f:
         return f.read().splitlines()
+
+
+@durable(run_id="{customer}")
+def pay(customer: str) -> list[str]:
+    """A fixed run id per customer: ``pay("erin")`` is run ``fork_workflows.pay:erin``."""
+    return [step(name, _work, name, customer) for name in ("lookup", "charge")]

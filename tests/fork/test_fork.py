@@ -173,7 +173,7 @@ def test_bad_fork_points_say_what_exists(any_journal: Any) -> None:
         fork_run(source_id, 7, journal=any_journal)
     assert fork_run(source_id, 3, journal=any_journal).reused == 3  # after the last: all reused
     named = fork_run(source_id, 1, key="try-2", journal=any_journal)
-    assert named.run_id.endswith(":try-2")
+    assert named.run_id.endswith("~try-2")  # the source key, "~" and the label
     with pytest.raises(ConfigError, match="already exists"):
         fork_run(source_id, 1, key="try-2", journal=any_journal)
 
