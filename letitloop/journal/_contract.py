@@ -64,6 +64,7 @@ class RunState(NamedTuple):
     tokens: int = 0
     budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens)
     args: Encoded | None = None  # the journaled call's encoded [args, kwargs]
+    forked: bool = False  # its first step was copied by a fork (``journal._fork``)
 
 
 class RunInfo(NamedTuple):

@@ -67,8 +67,12 @@ class RunEntry:
 
     def wire(self, steps: bool = True) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``); without
-        ``steps``, its header only (a look at its status and arguments before leasing it)."""
-        return {
+        ``steps``, its header only (a look at its status and arguments before leasing it).
+        ``forked`` is there when its first step is one a fork copied (fingerprint ``*``,
+        ``journal._fork.ANY_INPUT``): a call that computed this id must not replay it."""
+        first = self.steps.get(0)
+        forked = {"forked": True} if first is not None and first.get("fp") == "*" else {}
+        return forked | {
             "run": self.run_id,
             "wf": self.workflow,
             "key": self.key,
@@ -126,6 +130,7 @@ def run_state(wire: dict[str, Any]) -> RunState:
         tokens=wire.get("tokens", 0),
         budget=tuple(wire["budget"]) if wire.get("budget") else None,
         args=(args[0], args[1]) if (args := wire.get("args")) else None,
+        forked=bool(wire.get("forked")),
     )
 
 

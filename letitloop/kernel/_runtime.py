@@ -179,8 +179,18 @@ class _Invocation:
 
     def _check_fixed_run(self) -> None:
         """A fixed run id names one call: before anything is written, refuse a call whose run
-        id a fork holds (``ForkedRunError``: a derived key never can, it has no ``~``), or whose
-        arguments differ from those journaled under it (``RunArgumentsError``)."""
+        id a fork holds (``ForkedRunError``), or whose arguments differ from those journaled
+        under it (``RunArgumentsError``).
+
+        A fork's key has a ``~`` (``kernel._fork.FORK_MARK``), which a derived key never has;
+        a fork made before forks had keys of their own shows in the run's header (its first
+        step is a copied one: ``RunState.forked``), or has not run yet (try 0). Only those are
+        looked up (one read of the run's first event, for what it was forked from): the
+        re-call of a finished run, the common case, costs what it did."""
+        arguments = not self.opts.ignore_args and self.args is not None
+        fork_key = not self.as_fork and "~" in self.key
+        if not (arguments or fork_key):
+            return
         try:
             state = self.journal.open_run(  # a look at its arguments: not its 1000 steps
                 run_id=self.run_id, workflow=self.workflow, key=self.key, lease=False, steps=False
@@ -189,11 +199,11 @@ class _Invocation:
             return  # someone executes it right now: the leased open says so
         except JournalError:
             return  # no such run yet: this call starts it
-        if not self.as_fork:
+        if fork_key or (not self.as_fork and (state.forked or state.attempt == 0)):
             from letitloop.kernel._fork import refuse_fork
 
             refuse_fork(self.journal, self.workflow, self.run_id)
-        if self.opts.ignore_args or self.args is None:
+        if not arguments:
             return
         if state.args is None or state.args == self.args or state.status == "reset":
             return
