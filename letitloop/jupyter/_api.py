@@ -49,7 +49,8 @@ class TooLarge(BadRequest):
 class Context:
     """What every call needs: the journal (opened on first use, so a server whose user never
     opens letitloop starts no owner), the server's root directory (notebook paths the page
-    sends are relative to it; resumes run there) and who decides."""
+    sends are relative to it; resumes run there) and the server's OS user (``user@host``; a
+    decision names the Jupyter user who took it as well: ``_identity.decider``)."""
 
     spec: Path | str  # a DuckDB file, or a postgresql:// URL
     root_dir: Path
@@ -141,9 +142,10 @@ def run_detail(ctx: Context, text: str) -> dict[str, Any]:
     return operate.view_json(operate.run_view(ctx.journal, text))
 
 
-def run_action(ctx: Context, text: str, body: dict[str, Any]) -> dict[str, Any]:
+def run_action(ctx: Context, text: str, by: str, body: dict[str, Any]) -> dict[str, Any]:
     """resume | retry | budget | cancel | reset: the actions every surface takes, refused with
-    the same cause everywhere when they do not apply."""
+    the same cause everywhere when they do not apply; journaled as taken ``by`` the request's
+    user."""
     action = body.get("action")
     if action not in RUN_ACTIONS:
         raise BadRequest(f"unknown action {action!r}", fix=f"one of {', '.join(RUN_ACTIONS)}")
@@ -153,19 +155,23 @@ def run_action(ctx: Context, text: str, body: dict[str, Any]) -> dict[str, Any]:
         ctx.resumes[run_id] = resume
         done = resume.outcome
     elif action == "retry":
-        done = operate.retry_dead_letter(ctx.journal, run_id, by=ctx.by)
+        done = operate.retry_dead_letter(ctx.journal, run_id, by=by)
     elif action == "budget":
         dollars = body.get("dollars")
         if not isinstance(dollars, int | float) or isinstance(dollars, bool) or dollars <= 0:
             raise BadRequest("budget needs dollars, a number above 0", fix='{"dollars": 2.5}')
-        done = operate.raise_budget(ctx.journal, run_id, by=ctx.by, usd=float(dollars))
+        done = operate.raise_budget(ctx.journal, run_id, by=by, usd=float(dollars))
     elif action == "cancel":
-        done = operate.cancel_run(
-            ctx.journal, run_id, by=ctx.by, reason="cancelled from JupyterLab"
-        )
+        done = operate.cancel_run(ctx.journal, run_id, by=by, reason="cancelled from JupyterLab")
     else:
-        done = operate.reset_run(ctx.journal, run_id, by=ctx.by)
-    return done.to_json()
+        done = operate.reset_run(ctx.journal, run_id, by=by)
+    return done.to_json() if action == "resume" else _signed(done.to_json(), by)
+
+
+def _signed(answer: dict[str, Any], by: str) -> dict[str, Any]:
+    """The answer of a decision, its sentence saying who the journal names as having taken it
+    (what the lab's notification shows)."""
+    return answer | {"message": f"{answer.get('message', '')} (by {by})", "by": by}
 
 
 # -- approvals ----------------------------------------------------------------------------------
@@ -178,7 +184,9 @@ def list_approvals(ctx: Context, status: str | None) -> dict[str, Any]:
     return {"approvals": [operate.approval_json(a) for a in sorted(rows, key=lambda a: a.created)]}
 
 
-def decide_approval(ctx: Context, approval_id: str, body: dict[str, Any]) -> dict[str, Any]:
+def decide_approval(
+    ctx: Context, approval_id: str, by: str, body: dict[str, Any]
+) -> dict[str, Any]:
     """Approve or reject with a comment; an edited ``payload`` is checked against the request's
     JSON schema by the journal (the first decision wins: a later one is a 409)."""
     approved = body.get("approved")
@@ -188,13 +196,13 @@ def decide_approval(ctx: Context, approval_id: str, body: dict[str, Any]) -> dic
         ctx.journal,
         approval_id,
         approved=approved,
-        by=ctx.by,
+        by=by,
         comment=body.get("comment"),
         payload=body.get("payload"),
     )
     info = ctx.journal.approvals(run_id=done.run_id, limit=HUGE)
     row = next((a for a in info if a.id == done.data["approval_id"]), None)
-    return done.to_json() | {"approval": operate.approval_json(row) if row else None}
+    return _signed(done.to_json(), by) | {"approval": operate.approval_json(row) if row else None}
 
 
 # -- effects in doubt ---------------------------------------------------------------------------
@@ -205,15 +213,17 @@ def list_effects(ctx: Context) -> dict[str, Any]:
     return {"effects": [operate.doubt_json(d) for d in operate.doubts(ctx.journal)]}
 
 
-def resolve_effect(ctx: Context, text: str, position: int, body: dict[str, Any]) -> dict[str, Any]:
+def resolve_effect(
+    ctx: Context, text: str, position: int, by: str, body: dict[str, Any]
+) -> dict[str, Any]:
     resolution = body.get("resolution")
     if resolution not in ("done", "redo"):
         raise BadRequest("resolution must be 'done' or 'redo'", fix='{"resolution": "done"}')
     run_id = ctx.journal.find_run(text)
     done = operate.resolve_effect(
-        ctx.journal, run_id, position, resolution, by=ctx.by, comment=body.get("comment")
+        ctx.journal, run_id, position, resolution, by=by, comment=body.get("comment")
     )
-    return done.to_json()
+    return _signed(done.to_json(), by)
 
 
 # -- splice proposals ---------------------------------------------------------------------------
@@ -227,16 +237,14 @@ def list_proposals(ctx: Context, state: str | None) -> dict[str, Any]:
 
 
 def decide_proposal(
-    ctx: Context, proposal_id: str, verb: str, body: dict[str, Any]
+    ctx: Context, proposal_id: str, verb: str, by: str, body: dict[str, Any]
 ) -> dict[str, Any]:
     """Apply (if the target is unchanged; a conflict is journaled and is a 409) or reject."""
     if verb == "apply":
-        done = operate.apply_splice(ctx.journal, proposal_id, by=ctx.by)
+        done = operate.apply_splice(ctx.journal, proposal_id, by=by)
     else:
-        done = operate.reject_splice(
-            ctx.journal, proposal_id, by=ctx.by, comment=body.get("comment")
-        )
-    return done.to_json()
+        done = operate.reject_splice(ctx.journal, proposal_id, by=by, comment=body.get("comment"))
+    return _signed(done.to_json(), by)
 
 
 # -- %%durable cells ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Thin Tornado handlers of the server extension: each route reads its arguments and calls one
 function of ``_api`` in a worker thread. Jupyter's own token/XSRF checks guard every route
-(``APIHandler`` + ``tornado.web.authenticated``); errors are 4xx JSON to that one request."""
+(``APIHandler`` + ``tornado.web.authenticated``); errors are 4xx JSON to that one request. A
+route that decides journals who did: the user Jupyter authenticated (``Base.by``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.jupyter import _api as api
+from letitloop.jupyter._identity import decider
 
 RUN = r"(?P<run>[^/]{1,400})"
 ID = r"(?P<ident>[A-Za-z0-9_.:-]{1,200})"
@@ -73,6 +75,11 @@ class Base(APIHandler):
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(result, default=str))
 
+    @property
+    def by(self) -> str:
+        """Who decides: the authenticated Jupyter user, beside the server's OS user."""
+        return decider(self.current_user, self.ctx.by)
+
     def arg(self, name: str) -> str | None:
         value = self.get_argument(name, None)
         return value[:1000] if value is not None else None
@@ -101,7 +108,8 @@ class Run(Base):
 class RunAction(Base):
     @tornado.web.authenticated
     async def post(self, run: str) -> None:
-        await self.answer(api.run_action, run, body={"action": (str,), "dollars": (int, float)})
+        fields: dict[str, tuple[type, ...]] = {"action": (str,), "dollars": (int, float)}
+        await self.answer(api.run_action, run, self.by, body=fields)
 
 
 class Approvals(Base):
@@ -114,7 +122,7 @@ class Decide(Base):
     @tornado.web.authenticated
     async def post(self, ident: str) -> None:
         fields = {"approved": (bool,), "comment": (str, type(None)), "payload": ()}
-        await self.answer(api.decide_approval, ident, body=fields)
+        await self.answer(api.decide_approval, ident, self.by, body=fields)
 
 
 class Effects(Base):
@@ -126,7 +134,8 @@ class Effects(Base):
 class Resolve(Base):
     @tornado.web.authenticated
     async def post(self, run: str, position: str) -> None:
-        await self.answer(api.resolve_effect, run, int(position), body={"resolution": (str,)})
+        fields: dict[str, tuple[type, ...]] = {"resolution": (str,)}
+        await self.answer(api.resolve_effect, run, int(position), self.by, body=fields)
 
 
 class Splices(Base):
@@ -138,7 +147,8 @@ class Splices(Base):
 class SpliceDecision(Base):
     @tornado.web.authenticated
     async def post(self, ident: str, verb: str) -> None:
-        await self.answer(api.decide_proposal, ident, verb, body={"comment": (str, type(None))})
+        fields: dict[str, tuple[type, ...]] = {"comment": (str, type(None))}
+        await self.answer(api.decide_proposal, ident, verb, self.by, body=fields)
 
 
 class Cells(Base):

@@ -4,6 +4,7 @@ python workflows.py JOURNAL pipeline         three steps with JSON outputs and a
 python workflows.py JOURNAL publish OUT      wait for an approval (with a schema), write OUT
 python workflows.py JOURNAL killed           SIGKILL itself inside an atomic_marker block
 python workflows.py JOURNAL slow GATE        step 1, wait until GATE exists, step 2
+python workflows.py JOURNAL ask KEY          ask for approval and suspend (run release:KEY)
 """
 
 from __future__ import annotations
@@ -74,6 +75,13 @@ def slow(journal: Path, gate: Path) -> Any:
     return run
 
 
+@durable(name="release", run_id="{key}")
+def ask(key: str) -> bool:
+    """Ask for approval and suspend until someone decides (``wait=False``)."""
+    step("build", lambda: key)
+    return approval("ship", {"version": key}, wait=False).approved
+
+
 if __name__ == "__main__":
     where, what, *rest = sys.argv[1:]
     path = Path(where)
@@ -86,5 +94,12 @@ if __name__ == "__main__":
         killed(path)()
     elif what == "slow":
         slow(path, Path(rest[0]))()
+    elif what == "ask":
+        from letitloop.errors import ApprovalPending
+
+        try:
+            ask(rest[0])
+        except ApprovalPending:
+            pass
     else:
         raise SystemExit(f"unknown workflow {what}")
