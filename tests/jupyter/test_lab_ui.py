@@ -133,10 +133,18 @@ def test_approving_from_the_inbox_unblocks_a_waiting_script(
         card.locator(".lil-approval-comment").fill("looks good")
         page.screenshot(path=str(IMG / "lab-inbox.png"))
         card.locator(".lil-approve").click()
+        # the notification names who decided: the Jupyter user of this page, as journaled
+        toast = page.locator(".jp-toast-message:has-text('(by jupyter:')").first
+        toast.wait_for(timeout=30_000)
         assert proc.wait(60) == 0, proc.stdout.read() if proc.stdout else ""
     finally:
         proc.kill()
         proc.wait()
+    from letitloop import open_journal
+
+    (decided,) = open_journal(lab["journal"]).approvals(run_id="blog.publish:post-1")
+    user = decided.decided_by.split(" ")[0]  # jupyter:USERNAME (the toast cuts a long line)
+    assert user.startswith("jupyter:") and f"(by {user}" in toast.inner_text()
     assert json.loads(out.read_text()) == {"approved": True, "payload": {"title": "From the lab"}}
     page.wait_for_selector(".lm-TabBar-tab[data-id='letitloop-sidebar'][data-lil-waiting='0']")
     # the run view of the run that just finished: its timeline, previews and cost meter
