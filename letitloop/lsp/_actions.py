@@ -12,6 +12,7 @@ import difflib
 from typing import Any, NamedTuple
 
 from letitloop.lsp._analysis import Analysis, Finding, enclosing_def, function_at, mask_cell
+from letitloop.lsp._escape import lens
 from letitloop.lsp._meaning import does_durable_work, step_name
 
 QUICKFIX, REWRITE = "quickfix", "refactor.rewrite"
@@ -180,9 +181,9 @@ def proposal_actions(uri: str, path: str, proposals: list[Any]) -> list[Action]:
         why = f": {p.reason}" if p.reason else ""
         apply = ("letitloop.proposal.apply", [p.id, uri])
         reject = ("letitloop.proposal.reject", [p.id])
-        title = f"Apply splice proposal {p.id} to {p.target}{why}"
+        title = lens(f"Apply splice proposal {p.id} to {p.target}{why}")  # journal text
         actions.append(Action(title, QUICKFIX, (), None, "", apply))
-        title = f"Reject splice proposal {p.id} to {p.target}"
+        title = lens(f"Reject splice proposal {p.id} to {p.target}")
         actions.append(Action(title, QUICKFIX, (), None, "", reject))
     return actions
 

@@ -7,7 +7,8 @@ fence is longer than any run of backticks inside, ``fenced`` does the same for a
 it keeps ``https://`` and ``www.`` from being linked). In a GFM table a pipe splits the row even
 inside a code span, so table cells pass ``table=True`` (``\\|``, which the table turns back into
 a pipe). Code-lens titles are plain text, but VS Code draws ``$(name)`` in them as an icon:
-``lens`` keeps it text. Commands a message suggests quote their arguments for the shell
+``lens`` keeps it text, on one line (code-action titles too: they show a splice's reason).
+Commands a message suggests quote their arguments for the shell
 (``shell``), so a run id with a space or a ``;`` is one argument when pasted.
 """
 
@@ -52,9 +53,9 @@ def text(value: object) -> str:
 
 
 def lens(value: object) -> str:
-    """``value`` in a code-lens title: ``$(`` (VS Code's icon syntax) split by a zero-width
-    space, so it stays text in every editor."""
-    return _ICON.sub("$" + ZWSP + "(", str(value))
+    """``value`` as a code-lens or code-action title: one line, and ``$(`` (VS Code's icon
+    syntax) split by a zero-width space, so it stays text in every editor."""
+    return _ICON.sub("$" + ZWSP + "(", " ".join(str(value).split()))
 
 
 def shell(*words: object) -> str:

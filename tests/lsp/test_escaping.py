@@ -196,3 +196,27 @@ async def test_the_runs_page_shows_ids_and_errors_as_written(
     commands = [shlex.split(c) for c in codes(page) if c.startswith("lil ")]
     assert ["lil", "runs", "show", RUN_ID] in commands
     assert ["lil", "runs", "resume", RUN_ID] in commands
+
+
+async def test_a_splice_reason_stays_one_line_of_text_in_a_code_action(
+    client: LanguageClient, flows: Path
+) -> None:
+    from letitloop import open_journal
+    from letitloop.splice import propose_splice
+
+    reason = "faster $(zap)\n**now** [x](https://evil.example)"
+    new = f"def fail():\n    raise ValueError({ERROR!r})  # kept\n"
+    proposal = propose_splice(flows, "fail", new, reason=reason, journal=open_journal(JOURNAL))
+    uri = await open_doc(client, flows)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=tdi(uri),
+            range=types.Range(start=pos(0, 0), end=pos(0, 0)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    (apply,) = [a for a in actions if a.title.startswith(f"Apply splice proposal {proposal.id}")]
+    assert apply.title == (
+        f"Apply splice proposal {proposal.id} to fail: faster $\u200b(zap) "
+        "**now** [x](https://evil.example)"
+    )
