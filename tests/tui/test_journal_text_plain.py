@@ -91,20 +91,21 @@ async def test_runs_screen_and_its_actions_show_run_ids_as_written(journal_path:
         table = app.screen.query_one("#runs", DataTable)
         await select(pilot, table, mw.FLOW_ID)
         await shows(pilot, app, mw.FLOW_ID)
+        await pilot.press("b")
+        assert isinstance(app.screen, PromptScreen)
+        assert f"New budget of {mw.FLOW_ID} in USD" in dialog(app)
+        await pilot.press("escape")
+        await pilot.press("t")  # nothing is dead-lettered: said with its id
+        await notified(pilot, app, f"{mw.FLOW_ID} has no dead-lettered step to retry")
         await pilot.press("c")  # it stopped the app with MarkupError
         assert isinstance(app.screen, ConfirmScreen)
         assert f"Cancel {mw.FLOW_ID} (failed, 2/3 steps)?" in dialog(app)
         await pilot.press(*"[bold]why[/bold]", "enter")
         await notified(pilot, app, f"cancelled {mw.FLOW_ID}")
+        await until(pilot, lambda: table.get_cell(mw.FLOW_ID, "status").plain == "cancelled")
         await pilot.press("x")
         assert f"Reset {mw.FLOW_ID} (cancelled" in dialog(app)
         await pilot.press("escape")
-        await pilot.press("b")
-        assert isinstance(app.screen, PromptScreen)
-        assert f"New budget of {mw.FLOW_ID} in USD" in dialog(app)
-        await pilot.press("escape")
-        await pilot.press("t")  # nothing is dead-lettered: the journal's error is shown
-        await until(pilot, lambda: mw.FLOW_ID in toasts(app) and "dead" in toasts(app))
         await pilot.press("c")  # cancelled: nothing to cancel, said with its id
         await notified(pilot, app, f"{mw.FLOW_ID} is cancelled: nothing to cancel")
         # a run that fails while the dashboard is open pops up an alert naming it
