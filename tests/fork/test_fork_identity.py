@@ -147,7 +147,7 @@ def test_a_fork_made_before_still_replays_and_the_call_that_computes_its_id_is_r
     again = pay(env, "erin")  # completed now: still the fork's, still refused
     assert again.returncode != 0 and "ForkedRunError" in again.stderr
     shown = run(env, LIL, "runs", "show", fork_id, "--json")
-    assert json.loads(shown.stdout)["forked_from"]["run_id"] == "fork_workflows.pay:ada"
+    assert json.loads(shown.stdout)["run"]["forked_from"]["run_id"] == "fork_workflows.pay:ada"
 
 
 def test_forks_have_keys_no_call_computes_on_every_backend(any_journal: Journal) -> None:
