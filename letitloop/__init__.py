@@ -15,8 +15,8 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing alone costs 
 _EXPORTS = {
     "durable": "letitloop.kernel._runtime",
     "durable_async": "letitloop.kernel._runtime",
-    "step": "letitloop.kernel._runtime",
-    "async_step": "letitloop.kernel._runtime",
+    "step": "letitloop.kernel._steps",
+    "async_step": "letitloop.kernel._steps",
     "atomic_marker": "letitloop.kernel._marker",
     "current_step": "letitloop.kernel._context",
     "open_journal": "letitloop.journal",
@@ -75,7 +75,8 @@ if TYPE_CHECKING:
     from letitloop.kernel._marker import atomic_marker
     from letitloop.kernel._options import DurableOptions
     from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
-    from letitloop.kernel._runtime import async_step, durable, durable_async, step
+    from letitloop.kernel._runtime import durable, durable_async
+    from letitloop.kernel._steps import async_step, step
     from letitloop.kernel._supervise import supervise
     from letitloop.notebook_ext import load_ipython_extension, unload_ipython_extension
     from letitloop.notebook_ext._render import runs

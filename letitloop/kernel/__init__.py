@@ -20,8 +20,6 @@ _EXPORTS = {
         (
             "durable",
             "durable_async",
-            "step",
-            "async_step",
             "resolve_journal",
             "codec_for",
             "run_workflow",
@@ -29,6 +27,7 @@ _EXPORTS = {
         ),
         "letitloop.kernel._runtime",
     ),
+    **dict.fromkeys(("step", "async_step", "code_digest"), "letitloop.kernel._steps"),
     **dict.fromkeys(("atomic_marker",), "letitloop.kernel._marker"),
     **dict.fromkeys(
         (
@@ -142,13 +141,16 @@ if TYPE_CHECKING:
         resume_run as resume_run,
     )
     from letitloop.kernel._runtime import (
-        async_step as async_step,
         codec_for as codec_for,
         durable as durable,
         durable_async as durable_async,
         resolve_journal as resolve_journal,
         run_child_async as run_child_async,
         run_workflow as run_workflow,
+    )
+    from letitloop.kernel._steps import (
+        async_step as async_step,
+        code_digest as code_digest,
         step as step,
     )
     from letitloop.kernel._supervise import (

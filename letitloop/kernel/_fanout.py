@@ -118,7 +118,7 @@ _spent = threading.local()  # the cost of the item run that just finished on thi
 
 
 def _item_body(name: str, fn: Callable[..., Any], policies: dict[str, Any], item: Any) -> Any:
-    from letitloop.kernel._runtime import step
+    from letitloop.kernel._steps import step
 
     value = step(name, fn, item, **policies)
     ctx = current_run.get()
@@ -144,7 +144,7 @@ def map_step(
     ``max_in_flight`` bounds how many items are submitted at once (default: all); ``retry=``,
     ``timeout=``, ``validate=``, ``cache=`` and the other step policies apply to each item.
     """
-    from letitloop.kernel._runtime import step
+    from letitloop.kernel._steps import step
 
     ctx = current_run.get() or require_run("step.map()")
     values = _checked(policies, max_in_flight, items)
@@ -169,7 +169,7 @@ def async_map_step(
     """
     import asyncio
 
-    from letitloop.kernel._runtime import async_step
+    from letitloop.kernel._steps import async_step
 
     ctx = require_run("async_step.map()")
     values = _checked(policies, max_in_flight, items)

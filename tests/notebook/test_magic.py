@@ -104,7 +104,7 @@ def test_a_failing_cell_fails_its_run_and_resumes_at_the_failed_step(
 
 
 def test_step_code_digest_is_stable_across_cell_runs_and_sees_edits() -> None:
-    from letitloop.kernel._runtime import code_digest
+    from letitloop.kernel._steps import code_digest
 
     def compiled(src: str, filename: str) -> Any:
         namespace: dict[str, Any] = {}
