@@ -10,6 +10,8 @@ import click
 
 from letitloop.cli import _output as out
 from letitloop.cli._shared import HUGE, LilError, journal_option, json_option, open_cli_journal, who
+from letitloop.journal import match_approval
+from letitloop.operate import approval_json, decide_approval
 
 if TYPE_CHECKING:
     from letitloop.journal import ApprovalInfo
@@ -43,7 +45,7 @@ def list_cmd(
     wanted = status or (None if show_all else "pending")
     rows = journal.approvals(status=wanted, run_id=run_id, limit=limit)
     if as_json:
-        out.emit_json(rows)
+        out.emit_json([approval_json(r) for r in rows])
         return
     if not rows:
         out.say(f"no {wanted or ''} approvals".replace("  ", " "))
@@ -79,7 +81,7 @@ def show_cmd(approval_id: str, as_json: bool) -> None:
     """
     row = _find(approval_id)
     if as_json:
-        out.emit_json(row)
+        out.emit_json(approval_json(row))
         return
     lines: list[str] = [
         f"approval {row.id}: {row.name!r}",
@@ -153,11 +155,15 @@ def _decide(
     payload: Any,
     as_json: bool,
 ) -> None:
-    row = open_cli_journal().decide_approval(
-        approval_id, approved=approved, by=by or who(), comment=comment, payload=payload
+    journal = open_cli_journal()
+    done = decide_approval(
+        journal, approval_id, approved=approved, by=by or who(), comment=comment, payload=payload
+    )
+    row = match_approval(
+        done.data["approval_id"], journal.approvals(run_id=done.run_id, limit=HUGE)
     )
     if as_json:
-        out.emit_json(row)
+        out.emit_json(approval_json(row))
         return
     verb = "approved" if approved else "rejected"
     out.say(
@@ -171,9 +177,7 @@ def _decide(
 
 
 def _find(approval_id: str) -> ApprovalInfo:
-    from letitloop.journal import match_approval as match
-
-    return match(approval_id, open_cli_journal().approvals(limit=HUGE))
+    return match_approval(approval_id, open_cli_journal().approvals(limit=HUGE))
 
 
 def _parse_payload(text: str) -> Any:

@@ -388,7 +388,9 @@ def list_cmd(state: str | None, as_json: bool) -> None:
 
     found = list_proposals(state, journal=open_cli_journal())
     if as_json:
-        out.emit_json(found)
+        from letitloop.operate import proposal_json
+
+        out.emit_json([proposal_json(p) for p in found])
         return
     table = out.make_table("id", "state", "file", "target", "by", "proposed", "reason")
     for p in found:
@@ -412,7 +414,9 @@ def show_cmd(proposal: str, as_json: bool) -> None:
 
     p = get_proposal(proposal, journal=open_cli_journal())
     if as_json:
-        out.emit_json(p)
+        from letitloop.operate import proposal_json
+
+        out.emit_json(proposal_json(p))
         return
     out.say(out.text(f"proposal {p.id}: {p.state}", "bold"), out.text(f"{p.target} in {p.path}"))
     out.say(out.text(f"by {p.by} {out.ago(p.created)}: {p.reason or '(no reason given)'}"))
@@ -466,6 +470,8 @@ def reject_cmd(proposal: str, comment: str | None, as_json: bool) -> None:
 
     p = reject_proposal(proposal, by=who(), comment=comment, journal=open_cli_journal())
     if as_json:
-        out.emit_json(p)
+        from letitloop.operate import proposal_json
+
+        out.emit_json(proposal_json(p))
         return
     out.say(out.text(f"rejected proposal {p.id}", "bold"))
