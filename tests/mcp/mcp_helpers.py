@@ -157,6 +157,16 @@ def wait_until(predicate: Any, seconds: float = 30.0) -> None:
     raise AssertionError(f"not true within {seconds} s: {predicate}")
 
 
+async def until(read: Any, wanted: Any, seconds: float = 30.0) -> None:
+    """Wait until ``await read()`` gives ``wanted`` (asked through the server itself)."""
+    import anyio
+
+    deadline = time.monotonic() + seconds
+    while (got := await read()) != wanted:
+        assert time.monotonic() < deadline, f"still {got!r} after {seconds} s, not {wanted!r}"
+        await anyio.sleep(0.2)
+
+
 # -- the server and the SDK's client ----------------------------------------------------------
 
 

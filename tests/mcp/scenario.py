@@ -39,8 +39,11 @@ for blocked in (flows.effect, flows.slow):
     threading.Thread(target=blocked, daemon=True).start()
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
-    starts = [journal.get_run(r).attempts for r in ("flows.effect:c", "flows.slow:d")
-              if r in {i.run_id for i in journal.list_runs(limit=100)}]
+    starts = [
+        journal.get_run(r).attempts
+        for r in ("flows.effect:c", "flows.slow:d")
+        if r in {i.run_id for i in journal.list_runs(limit=100)}
+    ]
     names = {a.name for tries in starts for a in tries if a.status == "started"}
     if {"send_email", "wait"} <= names:
         break

@@ -6,27 +6,25 @@ by ``lil runs show`` and ``lil splice list``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
+import mcp_types as types
 from mcp import ClientSession
 
 from tests.mcp.mcp_helpers import (
     ALL_ACTS,
     BY,
     call,
+    call as call_tool,
     http_server,
     http_session,
     lil,
     lil_json,
     make_receipt,
     refused,
-    run_status,
     stdio_session,
-    wait_until,
+    until,
 )
 
 READS = {
@@ -44,15 +42,8 @@ READS = {
 PERSON_ONLY = {"approve", "reject", "resolve_effect", "apply_splice", "decide_approval"}
 
 
-@asynccontextmanager
-async def connect(project: Path, transport: str) -> AsyncIterator[ClientSession]:
-    if transport == "stdio":
-        async with stdio_session(project) as session:
-            yield session
-        return
-    with http_server(project) as (url, token, _):
-        async with http_session(url, token) as session:
-            yield session
+HTTP_CLIENT = types.Implementation(name="lil-tests-http", version="2.0")
+HTTP_BY = "mcp:lil-tests-http/2.0"
 
 
 def _no_traceback(run: dict[str, Any]) -> dict[str, Any]:
@@ -62,20 +53,38 @@ def _no_traceback(run: dict[str, Any]) -> dict[str, Any]:
     return run | {"error": error or None}
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_every_tool_on_a_scripted_journal(scripted: Path, transport: str) -> None:
+async def test_every_tool_on_a_scripted_journal(scripted: Path) -> None:
+    """Two clients at once, one over stdio and one over Streamable HTTP: every read tool answers
+    each the same (and as the CLI does), every act tool works from one of them and is shown
+    with that client's name."""
     project = scripted
     make_receipt(project)
-    cli = transport == "stdio"  # the answers are compared with the CLI's once per backend
-    async with connect(project, transport) as s:
-        listed = {t.name for t in (await s.list_tools()).tools}
-        assert listed == READS | set(ALL_ACTS)
-        assert not listed & PERSON_ONLY
-        await _reads(s, project, cli)
-        await _acts(s, project)
+    with http_server(project) as (url, token, _):
+        async with (
+            stdio_session(project) as s,
+            http_session(url, token, client=HTTP_CLIENT) as h,
+        ):
+            for session in (s, h):
+                listed = {t.name for t in (await session.list_tools()).tools}
+                assert listed == READS | set(ALL_ACTS)
+                assert not listed & PERSON_ONLY
+            answers = await _reads(s, project)
+            for name, args, answer in answers:  # the same answers over HTTP
+                assert await call(h, name, args) == answer, name
+            await _acts(s, h, project)
 
 
-async def _reads(s: ClientSession, project: Path, cli: bool) -> None:
+async def _reads(s: ClientSession, project: Path) -> list[tuple[str, dict[str, Any], Any]]:
+    """Every read tool over ``s``, checked against the scenario and the CLI; the calls made and
+    their answers, to ask again over another transport."""
+    answers: list[tuple[str, dict[str, Any], Any]] = []
+
+    async def call(s: ClientSession, name: str, args: dict[str, Any] | None = None) -> Any:
+        answer = await call_tool(s, name, args)
+        answers.append((name, args or {}, answer))
+        return answer
+
+    cli = True
     runs = (await call(s, "list_runs", {"limit": 100}))["runs"]
     by_id = {r["run_id"]: r for r in runs}
     if cli:
@@ -153,40 +162,49 @@ async def _reads(s: ClientSession, project: Path, cli: bool) -> None:
             report["failed_runs"],
             report["attempts"],
         )
+    return [a for a in answers if a[0] not in ("notifications", "report", "rate_limits")]
 
 
-async def _acts(s: ClientSession, project: Path) -> None:
-    """Each act tool once, and each shown with the client's name by the other surfaces."""
-    done = await call(s, "cancel_run", {"run": "flows.broken:b", "reason": "wrong input"})
-    assert done["action"] == "cancel" and done["by"] == BY
-    assert f"cancelled by {BY}: wrong input" in lil(project, "runs", "show", "flows.broken:b").stdout
+async def _acts(s: ClientSession, h: ClientSession, project: Path) -> None:
+    """Each act tool once (over HTTP: cancel, retry, fork, propose; over stdio: resume, start a
+    task, verify a receipt), each shown with its client's name by the other surfaces."""
+    done = await call(h, "cancel_run", {"run": "flows.broken:b", "reason": "wrong input"})
+    assert done["action"] == "cancel" and done["by"] == HTTP_BY
+    shown = lil(project, "runs", "show", "flows.broken:b").stdout
+    assert f"cancelled by {HTTP_BY}: wrong input" in shown
 
-    await call(s, "retry_run", {"run": "flows.dead:f"})
+    await call(h, "retry_run", {"run": "flows.dead:f"})
     attempts = lil_json(project, "runs", "show", "flows.dead:f")["attempts"]
-    assert any(a["resolution"] == "rearm" and a["resolved_by"] == BY for a in attempts)
+    assert any(a["resolution"] == "rearm" and a["resolved_by"] == HTTP_BY for a in attempts)
 
-    forked = await call(s, "fork_run", {"run": "flows.ok:a", "from_step": "sum", "key": "again"})
+    forked = await call(h, "fork_run", {"run": "flows.ok:a", "from_step": "sum", "key": "again"})
     shown = lil(project, "runs", "show", forked["fork"]).stdout
-    assert f"forked from flows.ok:a at position 1 by {BY}" in shown
+    assert f"forked from flows.ok:a at position 1 by {HTTP_BY}" in shown
 
     code = 'def greet(name):\n    return f"Hey, {name}"\n'
-    proposed = await call(s, "propose_splice", {"path": "app.py", "target": "greet", "code": code})
+    proposed = await call(h, "propose_splice", {"path": "app.py", "target": "greet", "code": code})
     listed = lil_json(project, "splice", "list", "--state", "pending")
-    assert {p["id"]: p["by"] for p in listed}[proposed["proposal_id"]] == BY
+    assert {p["id"]: p["by"] for p in listed}[proposed["proposal_id"]] == HTTP_BY
+
+    async def status(run: str) -> str:
+        return str((await call(s, "show_run", {"run": run}))["run"]["status"])
 
     (project / "gate").touch()  # the killed step may finish now
     resumed = await call(s, "resume_run", {"run": "flows.slow:d"})
     assert resumed["action"] == "resume" and resumed["pid"] > 0
-    wait_until(lambda: run_status(project, "flows.slow:d") == "completed", 60)
-    assert f"restarted by {BY}: resume started" in lil(project, "runs", "show", "flows.slow:d").stdout
+    await until(lambda: status("flows.slow:d"), "completed", 60)
+    assert (
+        f"restarted by {BY}: resume started" in lil(project, "runs", "show", "flows.slow:d").stdout
+    )
 
     started = await call(s, "start_task", {"task": "write"})
     assert started["run_id"] == "lil.task:write" and started["by"] == BY
-    wait_until(lambda: run_status(project, "lil.task:write") == "completed", 90)
+    await until(lambda: status("lil.task:write"), "completed", 90)
     assert (project / "src" / "out.txt").read_text() == "done\n"
-    assert f"restarted by {BY}: task write started" in lil(
-        project, "runs", "show", "lil.task:write"
-    ).stdout
+    assert (
+        f"restarted by {BY}: task write started"
+        in lil(project, "runs", "show", "lil.task:write").stdout
+    )
 
     verdict = await call(s, "verify_receipt", {"path": "receipt.json"})
     assert verdict["ok"] is True and verdict["failed"] == []
