@@ -76,6 +76,7 @@ class Follow:
         self.dropped = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tg: anyio.abc.TaskGroup | None = None
+        self._publishing: set[asyncio.Task[None]] = set()
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve subscriptions until cancelled (the transport's lifetime)."""
@@ -188,10 +189,13 @@ class Follow:
                 self._drop(sub, f"{len(sub.pending)} changes waiting")
                 continue
             sub.wake.set()
-        if run_id in self.listening and self._tg is not None:
+        if run_id in self.listening and self._loop is not None:
             from mcp.server.subscriptions import ResourceUpdated
 
-            self._tg.start_soon(self.bus.publish, ResourceUpdated(uri=uri))
+            # a plain callback of the loop: an asyncio task (the bus's streams are bounded)
+            task = self._loop.create_task(self.bus.publish(ResourceUpdated(uri=uri)))
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
 
     async def _sender(self, sub: Subscriber) -> None:
         while not sub.closed:
@@ -215,6 +219,8 @@ class Follow:
         self.dropped += 1
         log.warning("lil mcp: dropped the subscriptions of client %s (%s)", sub.key, why)
         for run_id in list(sub.runs):
-            if self._tg is not None:
-                self._tg.start_soon(self._unwatch, run_id)
+            if self._loop is not None:
+                task = self._loop.create_task(self._unwatch(run_id))
+                self._publishing.add(task)
+                task.add_done_callback(self._publishing.discard)
         sub.runs.clear()
