@@ -117,5 +117,8 @@ async def serve_stdio(svc: object) -> None:
                 await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()
     except* ClientGone as group:
-        say(f"dropped the client: {group.exceptions[0]}")
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        say(f"dropped the client: {leaf}")
         raise SystemExit(2) from None

@@ -286,7 +286,7 @@ def _said(error: Any) -> str:
         "maxProperties": f"has more than {bound} keys",
         "minimum": f"is below {bound}",
         "maximum": f"is above {bound}",
-        "enum": f"must be one of {', '.join(map(str, bound))}",
+        "enum": f"must be one of {', '.join(map(str, bound))}" if kind == "enum" else "",
         "pattern": "is not a name (letters, digits, '.', '_' and '-', up to 100)",
     }
     return f"argument {where} {words.get(kind, f'fails {kind}')}"
