@@ -67,6 +67,7 @@ class Limits:
     max_message: int = 1 << 20  # bytes of one JSON-RPC message read (stdio) or HTTP body
     max_result: int = 40_000  # characters of one tool answer's JSON
     out_queue: int = 64  # messages waiting for a slow client before it is dropped
+    in_flight: int = 32  # requests read and not yet answered (stdio): past that, reading waits
     write_seconds: float = 30.0  # a client that reads nothing this long is dropped
     call_seconds: float = 60.0  # one tool call's deadline
     workers: int = 4  # journal calls in flight at once

@@ -3,7 +3,8 @@
 Unlike a plain line reader, this one never holds more than ``Limits.max_message`` bytes of a
 message: a longer line is skipped to its end and answered with a JSON-RPC error (naming the
 request's id when it is near the start). Messages are written without blocking the event loop,
-through a queue of ``Limits.out_queue`` messages; a client that has read nothing for
+through a queue of ``Limits.out_queue`` messages, and at most ``Limits.in_flight`` requests are
+read ahead of their answers; a client that has read nothing for
 ``Limits.write_seconds`` is dropped (for stdio: the server stops, saying why on stderr), so a
 client that never reads costs a bounded amount of memory. While serving, fd 0 reads
 ``/dev/null`` and fd 1 writes to stderr, so nothing else in the process can corrupt the wire.
@@ -35,6 +36,38 @@ class ClientGone(Exception):
     """The client stopped reading (or closed its end): the connection is dropped."""
 
 
+class InFlight:
+    """The requests read and not yet answered: at most ``most``; past that the reader waits, so
+    a client that sends and never reads holds a bounded number of answers, not one per request."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.ids: set[tuple[str, Any]] = set()
+        self.changed = anyio.Event()
+
+    async def admit(self, message: Any) -> None:
+        if type(message).__name__ == "JSONRPCNotification":
+            if message.method == "notifications/cancelled":  # never answered: its slot is free
+                self.done((message.params or {}).get("requestId"))
+            return
+        if type(message).__name__ != "JSONRPCRequest":
+            return
+        while len(self.ids) >= self.most:
+            await self.changed.wait()
+        self.ids.add(_key(message.id))
+
+    def done(self, ident: Any) -> None:
+        key = _key(ident)
+        if key in self.ids:
+            self.ids.discard(key)
+            self.changed.set()
+            self.changed = anyio.Event()
+
+
+def _key(ident: Any) -> tuple[str, Any]:
+    return (type(ident).__name__, ident)
+
+
 def _private_fds() -> tuple[int, int]:
     """Take the wire: duplicates of fds 0 and 1 for the transport, and fd 0 to /dev/null, fd 1
     to stderr for everything else."""
@@ -59,7 +92,11 @@ def _error_line(raw: bytes, code: int, message: str) -> bytes:
 
 
 async def _read_lines(
-    fd: int, limits: Limits, into: MemoryObjectSendStream[Any], out: MemoryObjectSendStream[Any]
+    fd: int,
+    limits: Limits,
+    into: MemoryObjectSendStream[Any],
+    out: MemoryObjectSendStream[Any],
+    flight: InFlight,
 ) -> None:
     """Messages from ``fd``, one a line, each at most ``max_message`` bytes."""
     buffer = b""
@@ -95,6 +132,7 @@ async def _read_lines(
                 except Exception:
                     await out.send(_error_line(line, types.PARSE_ERROR, "not a JSON-RPC message"))
                     continue
+                await flight.admit(message)
                 await into.send(SessionMessage(message))
 
 
@@ -116,15 +154,22 @@ async def _write_all(fd: int, data: bytes, seconds: float) -> None:
                 raise ClientGone(f"it read nothing for {seconds:g} s") from None
 
 
-async def _write_lines(fd: int, limits: Limits, source: MemoryObjectReceiveStream[Any]) -> None:
+async def _write_lines(
+    fd: int, limits: Limits, source: MemoryObjectReceiveStream[Any], flight: InFlight
+) -> None:
     async with source:
         async for item in source:
+            answered = None
             if isinstance(item, SessionMessage):
                 text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
                 data = text.encode() + b"\n"
+                if type(item.message).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+                    answered = getattr(item.message, "id", None)
             else:
                 data = item
             await _write_all(fd, data, limits.write_seconds)
+            if answered is not None:
+                flight.done(answered)
 
 
 @asynccontextmanager
@@ -137,10 +182,11 @@ async def bounded_stdio(
     read_send, read_recv = anyio.create_memory_object_stream[Any](limits.out_queue)
     write_send, write_recv = anyio.create_memory_object_stream[Any](limits.out_queue)
     errors = write_send.clone()
+    flight = InFlight(limits.in_flight)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_lines, wire_in, limits, read_send, errors)
-            tg.start_soon(_write_lines, wire_out, limits, write_recv)
+            tg.start_soon(_read_lines, wire_in, limits, read_send, errors, flight)
+            tg.start_soon(_write_lines, wire_out, limits, write_recv, flight)
             yield read_recv, write_send
             tg.cancel_scope.cancel()
     finally:

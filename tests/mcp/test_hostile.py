@@ -168,7 +168,7 @@ def test_a_client_that_never_reads_is_dropped_with_bounded_memory(duck_project: 
         assert "dropped the client: it read nothing for 3 s" in said
         print(f"never-reading client: {sent} requests, server peak RSS {peak} KiB")
         assert peak < 400 * 1024, f"{peak} KiB"  # bounded queues: nothing piles up
-        assert sent > 10
+        assert 10 < sent < 1000  # it stopped reading requests it could not answer
         # the journal and its owner are fine: the next client is served
         assert json.loads(lil(duck_project, "runs", "list", "--json").stdout)
     finally:
