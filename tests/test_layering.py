@@ -20,6 +20,7 @@ from tests.conftest import modules_after
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ["duckdb", "textual", "pygls", "lsprotocol", "ipywidgets", "libcst", "IPython", "rich"]
 HEAVY += ["psycopg"]  # the PostgreSQL driver: imported only when a Postgres journal is opened
+HEAVY += ["mcp", "mcp_types", "starlette", "uvicorn", "pydantic"]  # lil mcp's, when it starts
 
 
 def test_import_letitloop_loads_no_heavy_module() -> None:
@@ -43,6 +44,7 @@ FRONT_ENDS = (
     "letitloop.lsp",
     "letitloop.tui",
     "letitloop.jupyter",
+    "letitloop.mcp",
     "letitloop.splice",
     "letitloop.adapters",
 )

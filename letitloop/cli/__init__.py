@@ -48,6 +48,11 @@ COMMANDS = {
         "lsp",
         "Start the language server for editors (stdio, or --tcp).",
     ),
+    "mcp": (  # the MCP server declares its own command line
+        "letitloop.mcp._command",
+        "mcp",
+        "Serve the journal to coding agents over the Model Context Protocol (stdio, or --http).",
+    ),
     "notify": (
         "letitloop.cli._notify",
         "notify",

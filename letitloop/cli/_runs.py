@@ -120,6 +120,21 @@ def show_cmd(run: str, with_traceback: bool, as_json: bool) -> None:
     from letitloop.cli._notify import show_wait
 
     show_wait(journal, view)  # a step waiting for a shared rate limit's capacity
+    show_decisions(journal, view.run.run_id)
+
+
+def show_decisions(journal: Any, run_id: str) -> None:
+    """Who intervened on the run (forked, reset, cancelled, restarted, budgeted, resolved,
+    answered), the last ten, with their names as journaled (a person's, or an agent's through
+    ``lil mcp``)."""
+    from letitloop.operate import decisions
+
+    found = decisions(journal, run_id, limit=10)
+    if found:
+        out.say("")
+        out.say(out.text("decisions:", "bold"))
+        for d in found:
+            out.say(out.text(f"  {out.stamp(d.ts)}  {d.text}"))
 
 
 def show_view(view: RunView, with_traceback: bool = False) -> None:

@@ -18,8 +18,8 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
                 check_tokens), approvals (approval_id, approval_request, parse_timeout,
                 check_on_timeout, check_payload, payload_json, match_approval), the outbox
                 (classify), MemoryJournal, copy_journal and CopyOptions, the analytics report
-                (Summary, summary, Recipe, recipe, RECIPES, select, Table, parse_since,
-                export_parquet)
+                (Summary, summary, Recipe, recipe, RECIPES, select, read_query, Table,
+                parse_since, export_parquet)
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ _EXPORTS = {
             "recipe",
             "RECIPES",
             "select",
+            "read_query",
             "Table",
             "parse_since",
             "export_parquet",
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
         Table as Table,
         export_parquet as export_parquet,
         parse_since as parse_since,
+        read_query as read_query,
         recipe as recipe,
         select as select,
         summary as summary,

@@ -253,6 +253,49 @@ def _pg_select(journal: Any, sql: str) -> Table:
     return result
 
 
+def read_query(journal: Any, sql: str, max_rows: int) -> tuple[Table, bool]:
+    """One read-only statement anyone may send (an agent, a person): its first ``max_rows``
+    rows, and whether it had more. On a DuckDB journal through the owner's ``sql`` (a plain
+    SELECT in a read-only transaction without file access); on PostgreSQL on a connection of its
+    own, closed afterwards (a session lock taken by the query dies with it), in a read-only
+    transaction with a statement timeout, sent with the extended protocol so that exactly one
+    statement runs (``SELECT 1; COMMIT; DELETE ...`` is refused, never executed)."""
+    if hasattr(journal, "sql"):  # the DuckDB owner's client
+        result = journal.sql(sql)
+        rows = tuple(tuple(r) for r in result["rows"])
+        more = bool(result.get("truncated")) or len(rows) > max_rows
+        return Table(tuple(result["columns"]), rows[:max_rows]), more
+    if hasattr(journal, "_fresh") and hasattr(journal, "where"):  # PostgreSQL
+        conn = journal._fresh()
+        try:
+            with conn.transaction():
+                cur = conn.cursor()
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute(f"SET LOCAL statement_timeout = '{int(QUERY_SECONDS * 1000)}ms'")
+                cur.execute(sql.encode(), binary=True)  # extended protocol: one statement
+                columns = tuple(d.name for d in cur.description or ())
+                got = cur.fetchmany(max_rows + 1) if cur.description else []
+                rows = tuple(tuple(_plain(v) for v in row) for row in got)
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] != "psycopg":
+                raise
+            raise ConfigError(
+                f"the query failed: {str(exc).strip()[:500]}",
+                fix="send one read-only SELECT (the views step_facts and run_facts, the tables "
+                "runs, steps, events, approvals, proposals)",
+            ) from None
+        finally:
+            conn.close()
+        return Table(columns, rows[:max_rows]), len(rows) > max_rows
+    raise ConfigError(
+        f"SQL needs a DuckDB or PostgreSQL journal, not {type(journal).__name__}",
+        fix="open the journal with letitloop.journal.open_journal(PATH_OR_URL)",
+    )
+
+
+QUERY_SECONDS = 10.0  # how long a read_query may run on PostgreSQL
+
+
 def _plain(value: Any) -> Any:
     """Values as both backends hand them over: numbers, text, booleans, dates as ISO text."""
     from decimal import Decimal

@@ -14,7 +14,9 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
                 remembered_claim, owner_of, Claim, and its badge
     actions     Outcome, decide_approval, resolve_effect, retry_dead_letter, raise_budget,
                 cancel_run, reset_run, fork, check_resumable, start_resume, Resume,
-                resume_command, apply_splice, reject_splice
+                resume_command, note_started, apply_splice, reject_splice
+    project     start_task, TaskStart, task_command, propose_splice, check_receipt
+    history     Decision, decisions, decision_json, StepOutput, step_output, MAX_OUTPUT
     JSON        run_json, attempt_json, step_json, error_json, view_json, doubt_json,
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
@@ -74,10 +76,19 @@ _EXPORTS = {
             "start_resume",
             "Resume",
             "resume_command",
+            "note_started",
             "apply_splice",
             "reject_splice",
         ),
         _ACTIONS,
+    ),
+    **dict.fromkeys(
+        ("start_task", "TaskStart", "task_command", "propose_splice", "check_receipt"),
+        "letitloop.operate._project",
+    ),
+    **dict.fromkeys(
+        ("Decision", "decisions", "decision_json", "StepOutput", "step_output", "MAX_OUTPUT"),
+        "letitloop.operate._history",
     ),
     **dict.fromkeys(
         (
@@ -137,6 +148,7 @@ if TYPE_CHECKING:
         check_resumable as check_resumable,
         decide_approval as decide_approval,
         fork as fork,
+        note_started as note_started,
         raise_budget as raise_budget,
         reject_splice as reject_splice,
         reset_run as reset_run,
@@ -177,6 +189,21 @@ if TYPE_CHECKING:
         sparkline as sparkline,
         tokens as tokens,
         truncate as truncate,
+    )
+    from letitloop.operate._history import (
+        MAX_OUTPUT as MAX_OUTPUT,
+        Decision as Decision,
+        StepOutput as StepOutput,
+        decision_json as decision_json,
+        decisions as decisions,
+        step_output as step_output,
+    )
+    from letitloop.operate._project import (
+        TaskStart as TaskStart,
+        check_receipt as check_receipt,
+        propose_splice as propose_splice,
+        start_task as start_task,
+        task_command as task_command,
     )
     from letitloop.operate._runs import (
         ACTIONS as ACTIONS,

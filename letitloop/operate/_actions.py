@@ -243,12 +243,26 @@ def resume_command(location: str, run_id: str) -> list[str]:
     return [sys.executable, "-m", "letitloop", "--journal", location, "runs", "resume", run_id]
 
 
+def note_started(journal: Journal, run_id: str, by: str, what: str) -> None:
+    """Journal who started a process for ``run_id`` (a ``restart`` record: every surface that
+    shows a run's history says "restarted by BY"), so an action a person or an agent took
+    through a surface is on the record with their name."""
+    journal.note_restart(run_id, by, f"{what} started")
+
+
 def start_resume(
-    journal: Journal, run: str, *, cwd: str | os.PathLike[str] | None = None
+    journal: Journal,
+    run: str,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    by: str | None = None,
 ) -> Resume:
     """Check that the run can be resumed, then resume it in a detached process whose output goes
-    to a log file (refused with the cause, before any process starts, when it cannot)."""
+    to a log file (refused with the cause, before any process starts, when it cannot). With
+    ``by``, who asked is journaled with the run first (``note_started``)."""
     run_id = check_resumable(journal, run)
+    if by is not None:
+        note_started(journal, run_id, by, "resume")
     fd, name = tempfile.mkstemp(prefix="lil-resume-", suffix=".log")
     with os.fdopen(fd, "wb") as log:
         process = subprocess.Popen(
