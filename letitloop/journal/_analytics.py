@@ -239,18 +239,29 @@ def select(journal: Any, sql: str) -> Table:
 
 
 def _pg_select(journal: Any, sql: str) -> Table:
-    def run(conn: Any) -> Table:
-        with conn.transaction():
-            cur = conn.cursor()
-            cur.execute("SET TRANSACTION READ ONLY")
-            cur.execute("SET LOCAL statement_timeout = '30s'")
-            cur.execute(sql.encode())
-            columns = tuple(d.name for d in cur.description or ())
-            rows = tuple(tuple(_plain(v) for v in row) for row in cur.fetchall())
-            return Table(columns, rows)
-
-    result: Table = journal._run(run)
+    result: Table = journal._run(lambda conn: _pg_rows(conn, sql, 30.0, None)[0])
     return result
+
+
+def _pg_rows(conn: Any, sql: str, seconds: float, max_rows: int | None) -> tuple[Table, bool]:
+    """One statement in a read-only transaction with a statement timeout, sent with the
+    extended protocol, so exactly one statement runs (``SELECT 1; COMMIT; DELETE ...`` is
+    refused, never executed); its rows (the first ``max_rows``) and whether it had more."""
+    with conn.transaction():
+        cur = conn.cursor()
+        cur.execute("SET TRANSACTION READ ONLY")
+        cur.execute(f"SET LOCAL statement_timeout = '{int(seconds * 1000)}ms'")
+        cur.execute(sql.encode(), prepare=True)  # extended protocol: one statement
+        columns = tuple(d.name for d in cur.description or ())
+        if not cur.description:
+            got = []
+        elif max_rows is None:
+            got = cur.fetchall()
+        else:
+            got = cur.fetchmany(max_rows + 1)
+        rows = tuple(tuple(_plain(v) for v in row) for row in got)
+    more = max_rows is not None and len(rows) > max_rows
+    return Table(columns, rows if max_rows is None else rows[:max_rows]), more
 
 
 def read_query(journal: Any, sql: str, max_rows: int) -> tuple[Table, bool]:
@@ -268,14 +279,7 @@ def read_query(journal: Any, sql: str, max_rows: int) -> tuple[Table, bool]:
     if hasattr(journal, "_fresh") and hasattr(journal, "where"):  # PostgreSQL
         conn = journal._fresh()
         try:
-            with conn.transaction():
-                cur = conn.cursor()
-                cur.execute("SET TRANSACTION READ ONLY")
-                cur.execute(f"SET LOCAL statement_timeout = '{int(QUERY_SECONDS * 1000)}ms'")
-                cur.execute(sql.encode(), binary=True)  # extended protocol: one statement
-                columns = tuple(d.name for d in cur.description or ())
-                got = cur.fetchmany(max_rows + 1) if cur.description else []
-                rows = tuple(tuple(_plain(v) for v in row) for row in got)
+            return _pg_rows(conn, sql, QUERY_SECONDS, max_rows)
         except Exception as exc:
             if type(exc).__module__.split(".")[0] != "psycopg":
                 raise
@@ -286,7 +290,6 @@ def read_query(journal: Any, sql: str, max_rows: int) -> tuple[Table, bool]:
             ) from None
         finally:
             conn.close()
-        return Table(columns, rows[:max_rows]), len(rows) > max_rows
     raise ConfigError(
         f"SQL needs a DuckDB or PostgreSQL journal, not {type(journal).__name__}",
         fix="open the journal with letitloop.journal.open_journal(PATH_OR_URL)",
