@@ -181,7 +181,10 @@ def list_summaries(
     limit: int = 100,
 ) -> list[RunSummary]:
     """Runs newest first, filtered by status, workflow and a search text (in id or workflow),
-    each with the approvals it waits for."""
+    each with the approvals it waits for and, for a fork (its key holds ``~``: a fork's own
+    namespace), what it was forked from."""
+    from letitloop.journal import forked_from
+
     waiting: dict[str, int] = {}
     for a in journal.approvals(status="pending", limit=HUGE):
         waiting[a.run_id] = waiting.get(a.run_id, 0) + 1
@@ -192,7 +195,8 @@ def list_summaries(
     ):
         if needle and needle not in info.run_id.lower() and needle not in info.workflow.lower():
             continue
-        found.append(summarize(info, waiting=waiting.get(info.run_id, 0)))
+        origin = forked_from(journal, info.run_id) if "~" in info.key else None
+        found.append(summarize(info, waiting=waiting.get(info.run_id, 0), forked_from=origin))
         if len(found) >= limit:
             break
     return found

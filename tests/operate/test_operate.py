@@ -109,3 +109,15 @@ def test_a_cancelled_run_is_refused_for_resume_with_its_cause() -> None:
     assert info.value.fix is not None and "lil runs reset effect:b" in info.value.fix
     with pytest.raises(ConfigError, match="already completed"):
         check_resumable(journal, "ok:a")
+
+
+def test_a_listing_says_what_a_fork_was_forked_from() -> None:
+    from letitloop.operate import fork
+
+    journal = MemoryJournal()
+    _scenario(journal)
+    made = fork(journal, "ok:a", 1, by="ana", key="try")
+    listed = {s.run_id: s for s in list_summaries(journal)}
+    origin = listed[made.data["fork"]].forked_from
+    assert origin is not None and (origin.run_id, origin.position) == ("ok:a", 1)
+    assert listed["ok:a"].forked_from is None
