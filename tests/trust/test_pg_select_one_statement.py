@@ -20,8 +20,8 @@ def test_select_runs_one_read_only_statement(pg_dsn: str) -> None:
     assert flow() == 3
     before = select(journal, "SELECT count(*) AS n FROM steps").rows
     assert before == ((2,),)
-    with pytest.raises(Exception, match="(?i)multiple commands|prepared statement"):
+    with pytest.raises(Exception, match=r"(?i)multiple commands|prepared statement"):
         select(journal, "SELECT 1; COMMIT; DELETE FROM steps")
-    with pytest.raises(Exception, match="(?i)read-only"):
+    with pytest.raises(Exception, match=r"(?i)read-only"):
         select(journal, "DELETE FROM steps")
     assert select(journal, "SELECT count(*) AS n FROM steps").rows == before
