@@ -55,32 +55,76 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from letitloop.errors import (
-        ApprovalPending,
-        BudgetExceeded,
-        DeadLetteredError,
-        InDoubtError,
-        LetItLoopError,
-        NonDeterminismError,
-        RunArgumentsError,
-        RunLockedError,
-        Suspended,
+        ApprovalPending as ApprovalPending,
+        BudgetExceeded as BudgetExceeded,
+        DeadLetteredError as DeadLetteredError,
+        InDoubtError as InDoubtError,
+        LetItLoopError as LetItLoopError,
+        NonDeterminismError as NonDeterminismError,
+        RunArgumentsError as RunArgumentsError,
+        RunLockedError as RunLockedError,
+        Suspended as Suspended,
     )
-    from letitloop.journal import open_journal
-    from letitloop.journal._memory import MemoryJournal
-    from letitloop.kernel._context import current_step
-    from letitloop.kernel._cost import record_cost, set_prices
-    from letitloop.kernel._fork import fork_run, fork_thread, run_fork
-    from letitloop.kernel._human import Decision, approval, async_approval, suspend
-    from letitloop.kernel._limits import Limit
-    from letitloop.kernel._marker import atomic_marker
-    from letitloop.kernel._options import DurableOptions
-    from letitloop.kernel._policy import Budget, Invalid, Retry, StepOptions
-    from letitloop.kernel._runtime import durable, durable_async
-    from letitloop.kernel._steps import async_step, step
-    from letitloop.kernel._supervise import supervise
-    from letitloop.notebook_ext import load_ipython_extension, unload_ipython_extension
-    from letitloop.notebook_ext._render import runs
-    from letitloop.notebook_ext._report import report
+    from letitloop.journal import (
+        open_journal as open_journal,
+    )
+    from letitloop.journal._memory import (
+        MemoryJournal as MemoryJournal,
+    )
+    from letitloop.kernel._context import (
+        current_step as current_step,
+    )
+    from letitloop.kernel._cost import (
+        record_cost as record_cost,
+        set_prices as set_prices,
+    )
+    from letitloop.kernel._fork import (
+        fork_run as fork_run,
+        fork_thread as fork_thread,
+        run_fork as run_fork,
+    )
+    from letitloop.kernel._human import (
+        Decision as Decision,
+        approval as approval,
+        async_approval as async_approval,
+        suspend as suspend,
+    )
+    from letitloop.kernel._limits import (
+        Limit as Limit,
+    )
+    from letitloop.kernel._marker import (
+        atomic_marker as atomic_marker,
+    )
+    from letitloop.kernel._options import (
+        DurableOptions as DurableOptions,
+    )
+    from letitloop.kernel._policy import (
+        Budget as Budget,
+        Invalid as Invalid,
+        Retry as Retry,
+        StepOptions as StepOptions,
+    )
+    from letitloop.kernel._runtime import (
+        durable as durable,
+        durable_async as durable_async,
+    )
+    from letitloop.kernel._steps import (
+        async_step as async_step,
+        step as step,
+    )
+    from letitloop.kernel._supervise import (
+        supervise as supervise,
+    )
+    from letitloop.notebook_ext import (
+        load_ipython_extension as load_ipython_extension,
+        unload_ipython_extension as unload_ipython_extension,
+    )
+    from letitloop.notebook_ext._render import (
+        runs as runs,
+    )
+    from letitloop.notebook_ext._report import (
+        report as report,
+    )
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

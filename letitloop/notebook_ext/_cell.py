@@ -7,6 +7,12 @@ after a kernel restart; an edited cell keeps its longest unchanged prefix of ste
 the first changed one (``on_change="rerun"``; ``--strict`` raises instead). ``approval()``
 never blocks in a cell: it journals the request and the cell ends *suspended*, showing an
 ``ApprovalWidget`` whose decision continues the run in the same kernel.
+
+This module drives the runtime itself, so it is the one place in the notebook extension that
+uses the runtime's own machinery (through its face, ``letitloop.kernel``): ``run_workflow`` (a
+durable call of the cell's body with the magic's options), ``may_wait`` (an approval never
+blocks a cell) and the options' ``fields``. Which run a cell continues is operate's rule
+(``operate.claim``).
 """
 
 from __future__ import annotations
@@ -16,13 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from letitloop.errors import ApprovalPending, Suspended
-from letitloop.kernel._frozen import fields, replace
-from letitloop.kernel._human import may_wait
-from letitloop.kernel._options import DurableOptions
-from letitloop.kernel._policy import Budget
-from letitloop.kernel._runtime import resolve_journal, run_workflow
-from letitloop.operate._cells import notebook_identity, path_key, remembered_claim
+from letitloop import Budget, DurableOptions, operate
+from letitloop.errors import ApprovalPending, JournalError, Suspended
+from letitloop.journal import who
+from letitloop.kernel import fields, may_wait, replace, run_workflow
+from letitloop.notebook_ext._base import journal_of
+from letitloop.operate import notebook_identity, path_key, remembered_claim
 
 __all__ = [
     "CellRun",
@@ -56,7 +61,7 @@ class CellRun:
 
     def key(self, notebook: str) -> str:
         """The run key: ``--run-id``, else the notebook's name plus a hash of its path (before
-        adoption of a renamed notebook's run: see ``operate._cells.claim``)."""
+        adoption of a renamed notebook's run: see ``operate.claim``)."""
         return self.run_id or path_key(notebook)
 
     def options(self, notebook: str, key: str | None = None) -> DurableOptions:
@@ -113,7 +118,7 @@ def run_cell(
     ``announce`` hears, before the run starts, a note the user should see (this notebook
     continues the run of a renamed one); by default it is printed."""
     notebook = notebook_identity(shell)
-    resolved = resolve_journal(journal if journal is not None else cell.journal)
+    resolved = journal_of(journal if journal is not None else cell.journal)
     kwargs: dict[str, Any] = {}
     key = cell.run_id
     if key is None:  # the notebook's own run, one it adopts, or a new one: see _notebook
@@ -155,14 +160,15 @@ def last_cell(shell: Any, journal: Any = None) -> tuple[str | None, Any]:
     journal is the one that cell used unless ``journal`` names another."""
     if id(shell) in _LAST:
         run_id, used = _LAST[id(shell)]
-        if journal is None or resolve_journal(journal) is used:
+        if journal is None or journal_of(journal) is used:
             return run_id, used
-    from letitloop.operate._cells import owner_of
-
     notebook = notebook_identity(shell)
-    resolved = resolve_journal(journal)
+    resolved = journal_of(journal)
     for info in resolved.list_runs(limit=1 << 30):  # newest first
-        if info.workflow.startswith("cell.") and owner_of(resolved, info.run_id) == notebook:
+        if (
+            info.workflow.startswith("cell.")
+            and operate.owner_of(resolved, info.run_id) == notebook
+        ):
             return info.run_id, resolved
     return None, resolved
 
@@ -172,13 +178,11 @@ def _as_kwargs(opts: DurableOptions) -> dict[str, Any]:
 
 
 def _reset(opts: DurableOptions, run_id: str) -> None:
-    """``--fresh``: start the run over in a new epoch (the old one stays in the journal)."""
-    from letitloop.errors import JournalError
-    from letitloop.journal._config import who
-    from letitloop.kernel._runtime import resolve_journal
-
-    journal = resolve_journal(opts.journal)
+    """``--fresh``: start the run over in a new epoch (``operate.reset_run``; the old epoch
+    stays in the journal)."""
+    journal = journal_of(opts.journal)
     try:
-        journal.reset_run(journal.find_run(run_id), by=who())
+        journal.find_run(run_id)
     except JournalError:
-        pass  # no such run yet: nothing to start over
+        return  # no such run yet: nothing to start over
+    operate.reset_run(journal, run_id, by=who())

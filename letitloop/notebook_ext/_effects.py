@@ -2,24 +2,27 @@
 the notebook.
 
 A block under ``atomic_marker`` is *in doubt* when its process died between journaling the
-intent and journaling completion: nobody knows whether the email went out. Only a person can
-say, so each row explains its two answers and asks before journaling one (with an optional
-comment): **Done** (it happened: the run skips the block when it continues) or **Redo** (it did
-not: the block runs again, so if it had happened after all, it happens twice).
+intent and journaling completion: nobody knows whether the email went out. Which blocks are in
+doubt is operate's one rule (``operate.doubts``: the latest attempt of each marker, in runs that
+are neither completed nor running), so this widget lists exactly what ``lil effects list``, the
+lab and lil-tui list. Only a person can say what happened, so each row explains its two answers
+and asks before journaling one (with an optional comment): **Done** (it happened: the run skips
+the block when it continues) or **Redo** (it did not: the block runs again, so if it had
+happened after all, it happens twice).
 """
 
 from __future__ import annotations
 
 import html
+import os
 from typing import Any
 
 import ipywidgets as W
 
+from letitloop import operate
 from letitloop.errors import LetItLoopError
-from letitloop.journal._config import who
-from letitloop.journal._contract import AttemptInfo, Journal
-from letitloop.journal._preview import local_time
-from letitloop.kernel._runtime import resolve_journal
+from letitloop.journal import Journal, who
+from letitloop.notebook_ext._base import error_html, journal_of
 from letitloop.notebook_ext._confirm import Confirm
 
 EXPLAIN = (
@@ -37,10 +40,17 @@ WHAT = {
 
 
 class EffectsInDoubt(W.VBox):  # type: ignore[misc]
-    """Side effects in doubt across runs, each with Done / Redo (asked before, with a comment)."""
+    """Side effects in doubt across runs (or in one ``run``), each with Done / Redo (asked
+    before, with a comment)."""
 
-    def __init__(self, *, journal: Journal | str | None = None) -> None:
-        self.journal = resolve_journal(journal)
+    def __init__(
+        self,
+        run: str | None = None,
+        *,
+        journal: Journal | str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.journal = journal_of(journal)
+        self.run_id = self.journal.find_run(run) if run is not None else None
         self.status = W.HTML()
         super().__init__([])
         self.add_class("lil-effects")
@@ -51,46 +61,36 @@ class EffectsInDoubt(W.VBox):  # type: ignore[misc]
         if not found:
             return "no side effects in doubt"
         return "\n".join(
-            f"{a.name!r} of run {r} is in doubt: `lil effects resolve {r} {a.name} done|redo`"
-            for r, a in found
+            f"{d.marker!r} of run {d.run_id} is in doubt ({d.why}): `{d.command('done')}` "
+            "(or --redo)"
+            for d in found
         )
 
-    def doubtful(self) -> list[tuple[str, AttemptInfo]]:
-        found = []
-        for info in self.journal.list_runs(limit=1 << 30):
-            if info.status in ("completed", "running"):
-                continue
-            latest: dict[int, AttemptInfo] = {}
-            for a in self.journal.get_run(info.run_id).attempts:
-                if a.kind == "marker":
-                    latest[a.position] = a
-            found += [
-                (info.run_id, a)
-                for a in latest.values()
-                if a.status != "completed" and a.resolution is None
-            ]
-        return found
+    def doubtful(self) -> list[operate.Doubt]:
+        """The side effects in doubt now, as every surface lists them."""
+        return operate.doubts(self.journal, self.run_id)
 
     def refresh(self) -> None:
-        rows: list[Any] = []
-        for run_id, a in self.doubtful():
-            rows.append(self._row(run_id, a))
+        rows: list[Any] = [self._row(d) for d in self.doubtful()]
         body = rows or [W.HTML("<i>no side effects in doubt</i>")]
         self.children = [W.HTML(EXPLAIN), *body, self.status] if rows else [*body, self.status]
 
-    def _row(self, run_id: str, a: AttemptInfo) -> W.VBox:
+    def _row(self, d: operate.Doubt) -> W.VBox:
         done = W.Button(description="Done", tooltip="it happened: the run skips the block")
         redo = W.Button(description="Redo", tooltip="it did not happen: the block runs again")
-        since = f" · started {local_time(a.started)}" if a.started else ""
-        label = W.HTML(f"<b>{html.escape(a.name)}</b> · {html.escape(run_id)}{since}")
+        since = f" · started {operate.local_time(d.started, relative=True)}" if d.started else ""
+        label = W.HTML(
+            f"<b>{html.escape(d.marker)}</b> · {html.escape(d.run_id)}{html.escape(since)}"
+            f"<br><span class='lil-effect-why'>{html.escape(d.why)}</span>"
+        )
         row = W.VBox([W.HBox([label, done, redo])])
         row.add_class("lil-effect")
 
         def ask(resolution: str) -> None:
-            what = WHAT[resolution].format(name=a.name, run=run_id)
+            what = WHAT[resolution].format(name=d.marker, run=d.run_id)
             confirm = Confirm(
                 what,
-                lambda comment: self.resolve(run_id, a.position, resolution, comment),
+                lambda comment: self.resolve(d.run_id, d.position, resolution, comment),
                 on_close=lambda: setattr(row, "children", row.children[:1]),
                 label="Done: it happened" if resolution == "done" else "Redo: run it again",
             )
@@ -104,15 +104,13 @@ class EffectsInDoubt(W.VBox):  # type: ignore[misc]
         self, run_id: str, position: int, resolution: str, comment: str | None = None
     ) -> None:
         """Journal the answer (who, and the comment, kept with the decision), then re-read."""
-        by = who()
         try:
-            self.journal.resolve_marker(run_id, position, resolution, by, comment or None)
+            done = operate.resolve_effect(
+                self.journal, run_id, position, resolution, by=who(), comment=comment
+            )
         except LetItLoopError as exc:
-            self.status.value = f"<span style='color:#b00'>{html.escape(exc.message)}</span>"
+            self.status.value = error_html(exc.message, exc.fix)
             return
-        note = f" ({html.escape(comment)})" if comment else ""
-        self.status.value = (
-            f"marked {resolution} by {html.escape(by)}{note}: the run continues when it is "
-            "called again (run its cell again)"
-        )
+        note = f" (comment: {comment})" if comment else ""
+        self.status.value = html.escape(done.message + note)
         self.refresh()

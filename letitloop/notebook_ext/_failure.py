@@ -16,6 +16,7 @@ import types
 from typing import Any
 
 import letitloop.errors
+from letitloop import operate
 from letitloop.errors import DeadLetteredError, JournalError
 
 _OURS = os.path.dirname(os.path.abspath(letitloop.errors.__file__)) + os.sep
@@ -66,9 +67,8 @@ def journaled_cause(journal: Any, exc: DeadLetteredError) -> str | None:
     if not failed:
         return None
     err = failed[-1].error or {}
-    kind = str(err.get("type", "?")).rpartition(".")[2]
     tries = err.get("tries") or len(failed)
-    return f"{kind}: {err.get('message', '')} (the step's last journaled error, {tries} attempts)"
+    return f"{operate.error_line(err)} (the step's last journaled error, {tries} attempts)"
 
 
 def tidy(shell: Any, exc: BaseException, journal: Any = None) -> BaseException:

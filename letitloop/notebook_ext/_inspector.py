@@ -2,44 +2,60 @@
 and their tracebacks.
 
 ``RunInspector()`` with no argument inspects the run of the notebook's last ``%%durable`` cell.
-Current attempts are the table; attempts superseded by an edited cell are listed apart, greyed.
-An approval's row says who decided, when, and with what comment. Everything is read through the
-journal contract and shown as the journal's text previews: nothing is unpickled or imported.
+The header is operate's summary of the run (steps done out of known, the time its tries really
+ran, cost and budget); each row is operate's summary of a position (its current attempts summed),
+so the inspector agrees with ``lil runs show`` and the lab on every number. Attempts superseded
+by an edited cell are listed apart, greyed. An approval's row says who decided, when, and with
+what comment; a marker in doubt says so. Everything is read through the journal's face and shown
+as the journal's text previews: nothing is unpickled or imported.
 """
 
 from __future__ import annotations
 
 import html
-from typing import Any
+import os
+from typing import Any, NamedTuple
 
 import ipywidgets as W
 
-from letitloop.errors import ConfigError, JournalError
-from letitloop.journal._contract import ApprovalInfo, AttemptInfo, Journal
-from letitloop.journal._preview import local_time, preview
-from letitloop.kernel._runtime import resolve_journal
+from letitloop import operate
+from letitloop.errors import ConfigError, JournalError, LetItLoopError
+from letitloop.journal import ApprovalInfo, AttemptInfo, Journal, RunDetail, preview, who
+from letitloop.notebook_ext._base import error_html, journal_of, on_kernel
 from letitloop.notebook_ext._failure import _ours
 from letitloop.notebook_ext._render import status_html
 
 _ROWS = 200  # step rows shown as buttons; a longer run says where the rest is
 _FULL = 200_000  # characters of one output shown when a step is opened
+_SHORT = 80  # characters of an output preview in a row
 
 
-def _on_kernel() -> Any:
-    from letitloop.notebook_ext._widgets import _on_kernel as schedule
+class Fork(NamedTuple):
+    """A fork made from the inspector: its run id, the steps it reuses, and how to run it."""
 
-    return schedule()
+    run_id: str
+    reused: int
+    resumable: bool  # whether ``lil runs resume`` can run it by name
+    journal: Journal
+
+    def run(self, fn: Any = None) -> Any:
+        """Run the fork from its fork point on and return its result (``letitloop.run_fork``)."""
+        from letitloop import run_fork
+
+        return run_fork(self.run_id, fn, journal=self.journal)
 
 
 class RunInspector(W.VBox):  # type: ignore[misc]
-    """A run's steps (status, attempts, duration, cost, output preview), kept live; click a
-    step to open its full output, attempts and tracebacks."""
+    """A run's steps (status, tries, time, cost, output preview), kept live; click a step to
+    open its full output, attempts and tracebacks."""
 
-    def __init__(self, run: str | None = None, *, journal: Journal | str | None = None) -> None:
+    def __init__(
+        self, run: str | None = None, *, journal: Journal | str | os.PathLike[str] | None = None
+    ) -> None:
         self._sub: Any = None
         if run is None:  # the notebook's last durable cell, in the journal that cell used
             run, journal = _last_cell_run(journal)
-        self.journal = resolve_journal(journal)
+        self.journal = journal_of(journal)
         self.run_id = self.journal.find_run(run)
         self.opened: int | None = None
         self.header = W.HTML()
@@ -47,7 +63,7 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         self.superseded = W.HTML()
         self.detail = W.HTML()
         self.detail.add_class("lil-step-detail")
-        self.forks: list[Any] = []  # ForkedRun of every fork made here, newest last
+        self.forks: list[Fork] = []  # every fork made here, newest last
         self.fork_button = W.Button(
             description="Fork from here",
             tooltip="a new run that reuses the steps before this one and runs from it on",
@@ -59,7 +75,7 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         super().__init__([self.header, self.rows, self.superseded, self.detail, forks])
         self.add_class("lil-inspector")
         self.refresh()
-        self._schedule = _on_kernel()
+        self._schedule = on_kernel()
         self._sub = self.journal.subscribe(
             lambda _events: self._schedule(self.refresh), run_id=self.run_id
         )
@@ -71,34 +87,30 @@ class RunInspector(W.VBox):  # type: ignore[misc]
     def refresh(self) -> None:
         """Read the run again (called on every pushed event of this run)."""
         detail = self.journal.get_run(self.run_id)
-        r = detail.run
         self.attempts = detail.attempts
-        self.epoch = r.epoch
+        self.epoch = detail.run.epoch
+        self.summary = operate.summary_of(self.journal, detail)
         self.decisions = {a.position: a for a in self.journal.approvals(run_id=self.run_id)}
-        self.header.value = (
-            f"<b>{html.escape(r.run_id)}</b> · {status_html(r.status)} · {r.steps_done} steps "
-            f"done · ${r.cost_micros / 1e6:.4f}{budget_html(r)}{ran_for_html(r)} · updated "
-            f"{html.escape(local_time(r.updated))}"
-        )
-        current, old = split_attempts(detail.attempts)
-        self.current = current
-        self.rows.children = [self._row(a, current.count(a)) for a in current[:_ROWS]]
-        if len(current) > _ROWS:
-            more = f"{len(current) - _ROWS} more steps: `lil runs show {r.run_id}`"
+        self.header.value = header_html(self.summary)
+        current, old = split_attempts(detail)
+        self.steps = operate.steps_of(current)
+        doubted = {d.position for d in operate.doubts_of(detail)}
+        self.rows.children = [self._row(s, s.position in doubted) for s in self.steps[:_ROWS]]
+        if len(self.steps) > _ROWS:
+            more = f"{len(self.steps) - _ROWS} more steps: `lil runs show {self.run_id}`"
             self.rows.children = (*self.rows.children, W.HTML(f"<i>{html.escape(more)}</i>"))
         self.superseded.value = superseded_html(old)
         if self.opened is not None:
             self.show_step(self.opened)
 
-    def _row(self, a: AttemptInfo, _n: int) -> W.HBox:
-        tries = sum(1 for x in self.attempts if x.position == a.position)
+    def _row(self, s: operate.StepSummary, in_doubt: bool) -> W.HBox:
         button = W.Button(
-            description=f"{a.position} {a.name}",
+            description=f"{s.position} {s.name}",
             tooltip="open: full output, attempts, tracebacks",
             layout=W.Layout(width="16em", min_width="16em", flex="0 0 auto"),
         )
-        button.on_click(lambda _b, p=a.position: self.show_step(p))
-        cells = W.HTML(row_html(a, tries, self.decisions.get(a.position)))
+        button.on_click(lambda _b, p=s.position: self.show_step(p))
+        cells = W.HTML(row_html(s, self.decisions.get(s.position), in_doubt))
         row = W.HBox([button, cells])
         row.add_class("lil-step-row")
         return row
@@ -133,33 +145,29 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         *,
         args: Any = None,
         kwargs: Any = None,
-    ) -> Any:
+    ) -> Fork:
         """Fork this run at a step (by default the opened one): a new run reusing the steps
-        before it; run it with ``fork.run(workflow)``. Returns the ``ForkedRun``."""
-        from letitloop.kernel._fork import fork_run
-
+        before it (``operate.fork``); run it with ``fork.run(workflow)``."""
         at = self.opened if position is None else position
         if at is None:
             raise ConfigError(
                 "no step is open to fork from", fix="click a step first, or pass its position"
             )
-        made = fork_run(self.run_id, at, args=args, kwargs=kwargs, journal=self.journal)
+        done = operate.fork(self.journal, self.run_id, at, by=who(), args=args, kwargs=kwargs)
+        made = Fork(done.data["fork"], done.data["reused"], done.data["resumable"], self.journal)
         self.forks.append(made)
         self.fork_note.value = (
-            f" forked: <code>{html.escape(made.run_id)}</code> reuses {made.reused} step(s); "
-            f"run it with <code>letitloop.run_fork({html.escape(repr(made.run_id))}, "
-            f"workflow)</code> or <code>lil runs resume {html.escape(made.run_id)}</code>"
+            f" {html.escape(done.message)}; run it with <code>letitloop.run_fork("
+            f"{html.escape(repr(made.run_id))}, workflow)</code> or <code>lil runs resume "
+            f"{html.escape(made.run_id)}</code>"
         )
         return made
 
     def _fork_clicked(self) -> None:
-        from letitloop.errors import LetItLoopError
-
         try:
             self.fork()
         except LetItLoopError as exc:  # shown in the widget: a click has no caller to raise to
-            fix = f"<br>fix: {html.escape(exc.fix)}" if exc.fix else ""
-            self.fork_note.value = f" <b>cannot fork</b>: {html.escape(exc.message)}{fix}"
+            self.fork_note.value = " <b>cannot fork</b>: " + error_html(exc.message, exc.fix)
 
     def _full_output(self, a: AttemptInfo) -> str:
         if a.status != "completed" or a.codec is None:
@@ -177,7 +185,7 @@ class RunInspector(W.VBox):  # type: ignore[misc]
         super().close()
 
 
-def _last_cell_run(journal: Journal | str | None) -> tuple[str, Any]:
+def _last_cell_run(journal: Journal | str | os.PathLike[str] | None) -> tuple[str, Any]:
     from IPython.core.getipython import get_ipython
 
     from letitloop.notebook_ext._cell import last_cell
@@ -193,30 +201,46 @@ def _last_cell_run(journal: Journal | str | None) -> tuple[str, Any]:
     return found, used
 
 
-def split_attempts(attempts: list[AttemptInfo]) -> tuple[list[AttemptInfo], list[AttemptInfo]]:
-    """The latest current attempt of each position, and the superseded attempts."""
-    latest: dict[int, AttemptInfo] = {}
-    old = []
-    for a in attempts:
-        if a.status == "superseded":
-            old.append(a)
-        else:
-            latest[a.position] = a
-    return [latest[p] for p in sorted(latest)], old
+def split_attempts(detail: RunDetail) -> tuple[RunDetail, list[AttemptInfo]]:
+    """The run with its current attempts only, and the attempts an edited cell superseded."""
+    current = [a for a in detail.attempts if a.status != "superseded"]
+    old = [a for a in detail.attempts if a.status == "superseded"]
+    return detail._replace(attempts=current), old
 
 
-def row_html(a: AttemptInfo, tries: int, decision: ApprovalInfo | None) -> str:
-    ms = f"{(a.ended - a.started) * 1000:.0f} ms" if a.started and a.ended else "-"
-    shown = a.preview if a.preview is not None else (a.error or {}).get("message", "")
+def header_html(s: operate.RunSummary) -> str:
+    """``<id> · completed · 2/2 steps done · $0.0042 of $0.5000 budget · ran 46ms · updated
+    ...``, then the run's error in one line, if it failed."""
+    shown = operate.shown(s)
+    budget = f" of {shown['budget']} budget" if s.budget is not None else ""
+    ran = f" · ran {shown['duration']}" if s.seconds is not None else ""
+    waiting = f" · {s.waiting} approval(s) waiting" if s.waiting else ""
+    head = (
+        f"<b>{html.escape(s.run_id)}</b> · {status_html(s.status)} · {shown['steps']} steps "
+        f"done · {shown['cost']}{html.escape(budget)}{ran}{waiting} · updated "
+        f"{html.escape(operate.local_time(s.updated))}"
+    )
+    if s.forked_from is not None:
+        o = s.forked_from
+        head += f"<br>forked from {html.escape(o.run_id)} at position {o.position}"
+    if s.error:
+        error = html.escape(operate.error_line(s.error))
+        head += f"<br><span class='lil-run-error' style='color:#cf222e'>{error}</span>"
+    return head
+
+
+def row_html(s: operate.StepSummary, decision: ApprovalInfo | None, in_doubt: bool) -> str:
+    a = s.latest
+    shown = a.preview if a.preview is not None else operate.error_line(a.error)
     if decision is not None:
         shown = decision_text(decision)
     cells = [
         a.kind,
-        status_html(a.status),
-        f"{tries} {'try' if tries == 1 else 'tries'}",
-        ms,
-        f"${a.cost_micros / 1e6:.4f}",
-        f"<code>{html.escape(_short(shown or ''))}</code>",
+        status_html(s.status + (" (in doubt)" if in_doubt else "")),
+        f"{s.attempts} {'try' if s.attempts == 1 else 'tries'}",
+        operate.duration(s.seconds),
+        operate.money(s.cost_micros),
+        f"<code>{html.escape(operate.one_line(shown or '', _SHORT))}</code>",
     ]
     return " · ".join(cells)
 
@@ -226,7 +250,7 @@ def decision_text(d: ApprovalInfo) -> str:
     if d.status == "pending":
         return "pending: waiting for a decision"
     how = " (timed out)" if d.timed_out else ""
-    when = f" at {local_time(d.decided_at)}" if d.decided_at else ""
+    when = f" at {operate.local_time(d.decided_at)}" if d.decided_at else ""
     note = f": {d.comment}" if d.comment else ""
     return f"{d.status} by {d.decided_by or '?'}{when}{how}{note}"
 
@@ -236,17 +260,15 @@ def decision_html(d: ApprovalInfo) -> str:
 
 
 def attempts_html(attempts: list[AttemptInfo]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("attempt", "status", "started", "ms", "error"))
+    head = "".join(f"<th>{h}</th>" for h in ("attempt", "status", "started", "time", "error"))
     rows = []
     for a in attempts:
-        ms = f"{(a.ended - a.started) * 1000:.0f}" if a.started and a.ended else "-"
-        err = a.error or {}
-        what = f"{str(err.get('type', '')).rpartition('.')[2]}: {err.get('message', '')}"
         style = " style='opacity:0.55'" if a.status == "superseded" else ""
         rows.append(
             f"<tr{style}><td>{a.attempt}</td><td>{status_html(a.status)}</td>"
-            f"<td>{html.escape(local_time(a.started)) if a.started else '-'}</td><td>{ms}</td>"
-            f"<td>{html.escape(what) if err else ''}</td></tr>"
+            f"<td>{html.escape(operate.local_time(a.started))}</td>"
+            f"<td>{operate.duration(operate.attempt_seconds(a))}</td>"
+            f"<td>{html.escape(operate.error_line(a.error))}</td></tr>"
         )
     style = "<style>.lil-attempts td,.lil-attempts th{padding:1px 10px 1px 0}</style>"
     return f"{style}<table class='lil-attempts'><tr>{head}</tr>{''.join(rows)}</table>"
@@ -258,7 +280,7 @@ def superseded_html(old: list[AttemptInfo]) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{a.position}</td><td>{html.escape(a.name)}</td><td>{a.attempt}</td>"
-        f"<td><code>{html.escape(_short(a.preview or ''))}</code></td></tr>"
+        f"<td><code>{html.escape(operate.one_line(a.preview or '', _SHORT))}</code></td></tr>"
         for a in old
     )
     return (
@@ -289,25 +311,3 @@ def _pre(text: str) -> str:
     return (
         f"<pre style='white-space:pre-wrap;max-height:24em;overflow:auto'>{html.escape(text)}</pre>"
     )
-
-
-def _short(text: str, limit: int = 80) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def budget_html(r: Any) -> str:
-    """`` of $0.50 budget`` (and tokens) when the run has a journaled budget, else nothing."""
-    if not getattr(r, "budget", None):
-        return ""
-    usd, tokens = r.budget
-    parts = [f"${usd / 1e6:.4f}" if usd is not None else "", f"{tokens} tokens" if tokens else ""]
-    return f" of {' + '.join(p for p in parts if p)} budget"
-
-
-def ran_for_html(r: Any) -> str:
-    """`` · ran 12 ms``: the time its tries ran, not the time since it was created."""
-    seconds = getattr(r, "active_seconds", None)
-    if seconds is None:
-        return ""
-    return f" · ran {seconds * 1000:.0f} ms" if seconds < 1 else f" · ran {seconds:.1f} s"

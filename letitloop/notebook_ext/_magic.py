@@ -21,7 +21,7 @@ from letitloop.errors import (
     NonDeterminismError,
     Suspended,
 )
-from letitloop.kernel._runtime import resolve_journal
+from letitloop.notebook_ext._base import journal_of
 from letitloop.notebook_ext._cell import CellRun, Outcome, last_run, run_cell
 from letitloop.notebook_ext._failure import root_cause, tidy
 from letitloop.notebook_ext._progress import Progress
@@ -94,7 +94,7 @@ def run_and_show(
         raise tidy(shell, exc) from None
     except (Exception, KeyboardInterrupt) as exc:
         try:
-            journal: Any = resolve_journal(spec.journal)
+            journal: Any = journal_of(spec.journal)
         except LetItLoopError:
             journal = None  # the journal itself failed: nothing to look up, nothing to retry
         tidy(shell, exc, journal)

@@ -4,6 +4,11 @@ One display, updated in place at most a few times a second: steps done (how many
 the journal), the current step, elapsed time and cost, and while a ``step.map`` runs, one bar
 for its items (done, running, failed, replayed) with a link to the engine's dashboard. In a
 terminal IPython, where a display cannot be updated, one summary line is printed at the end.
+Times and money are written with operate's formatting, as every surface writes them.
+
+The line is fed by the runtime's step and map observers (``observer_var`` and
+``map_observer_var`` of ``letitloop.kernel``): the magic drives the runtime, and these are how
+it hears each step as it happens.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from letitloop.kernel._context import RunContext, observer_var
-from letitloop.kernel._fanout import MapUpdate, map_observer_var
+from letitloop import operate
+from letitloop.kernel import MapUpdate, RunContext, map_observer_var, observer_var
 
 _INTERVAL = 0.25  # seconds between two updates of the display
 
@@ -94,9 +99,9 @@ class Progress:
             parts.append(f"{self.replayed} replayed")
         if self.current:
             parts.append(f"last: {self.current}")
-        parts.append(f"{elapsed:.1f}s")
+        parts.append(operate.duration(elapsed))
         if self.cost_micros:
-            parts.append(f"${self.cost_micros / 1e6:.4f}")
+            parts.append(operate.money(self.cost_micros))
         return " · ".join(parts)
 
     def _bundle(self) -> dict[str, str]:

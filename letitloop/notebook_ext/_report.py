@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from letitloop import journal as an, operate as fmt
-from letitloop.kernel._runtime import resolve_journal
+from letitloop.notebook_ext._base import journal_of
 
 BLUE, RED, GREEN, GREY = "#0969da", "#cf222e", "#1a7f37", "#d0d7de"
 LIGHT_BLUE = "#9cc7f5"
@@ -57,7 +57,7 @@ def report(journal: Any = None, *, since: str | float | None = None, top: int = 
     epoch seconds; ``journal``: a path, a ``postgresql://`` URL or a journal (None: the one
     ``lil`` finds)."""
     cut = an.parse_since(since) if isinstance(since, str) else since
-    return Report(an.summary(resolve_journal(journal), cut, top=top))
+    return Report(an.summary(journal_of(journal), cut, top=top))
 
 
 def report_html(s: an.Summary) -> str:

@@ -1,46 +1,31 @@
 """ipywidgets for steering runs from a notebook: approve, inspect, resolve effects in doubt.
 
-Each widget reads and writes only through the journal client. Live updates come from the
-journal's pushed events; since those arrive on a background thread, the widget's Python-side
-changes are handed to the kernel's own event loop (``_on_kernel``), where cell code and button
-callbacks run too. Each widget has a CSS class (``lil-approval``, ``lil-inspector``,
-``lil-effects``) as a stable hook for browser tests and styling.
+Each widget reads through the journal's face and acts through operate's actions (the same
+``decide_approval`` and ``retry_dead_letter`` the CLI, lil-tui and the lab call), so a decision
+taken here is journaled and refused exactly as it is anywhere else. Live updates come from the
+journal's pushed events, handed to the kernel's own event loop (``_base.on_kernel``). Each widget
+has a CSS class (``lil-approval``, ``lil-inspector``, ``lil-effects``, ``lil-retry``) as a
+stable hook for browser tests and styling.
 """
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
 
+from letitloop import operate
 from letitloop.errors import DeadLetteredError, LetItLoopError
-from letitloop.journal._config import who
-from letitloop.journal._contract import ApprovalInfo, EventInfo, Journal
-from letitloop.journal._preview import local_time
-from letitloop.kernel._runtime import resolve_journal
+from letitloop.journal import ApprovalInfo, EventInfo, Journal, match_approval, who
+from letitloop.notebook_ext._base import error_html, journal_of, on_kernel
 from letitloop.notebook_ext._effects import EffectsInDoubt
 from letitloop.notebook_ext._inspector import RunInspector
 
 __all__ = ["ApprovalWidget", "EffectsInDoubt", "RetryWidget", "RunInspector", "kept_output"]
-
-
-def _on_kernel() -> Callable[[Callable[[], None]], None]:
-    """A function that runs callbacks on the kernel's event loop, where cell code runs. Outside
-    a kernel (terminal IPython) there is none, and user code must not run on the journal's
-    thread: pushed updates are then dropped, and show up when the cell runs again."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return lambda fn: None
-
-    def schedule(fn: Callable[[], None]) -> None:
-        loop.call_soon_threadsafe(fn)
-
-    return schedule
 
 
 class ApprovalWidget(W.VBox):  # type: ignore[misc]
@@ -54,10 +39,10 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         self,
         approval_id: str,
         *,
-        journal: Journal | str | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
         on_decided: Callable[[ApprovalInfo], Any] | None = None,
     ) -> None:
-        self.journal = resolve_journal(journal)
+        self.journal = journal_of(journal)
         self.row = self._row(approval_id)
         self.on_decided = on_decided
         self.finished = False
@@ -85,7 +70,7 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
             + [self.status, self.output]
         )
         self.add_class("lil-approval")
-        self._schedule = _on_kernel()
+        self._schedule = on_kernel()
         self._sub = self.journal.subscribe(self._on_events, run_id=self.row.run_id)
         if self.row.status != "pending":
             self._decided(self.row)
@@ -100,24 +85,23 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         return f"approval {r.name!r} of run {r.run_id}: {r.status} by {r.decided_by}"
 
     def _row(self, approval_id: str) -> ApprovalInfo:
-        from letitloop.journal import match_approval as match
-
-        rows = self.journal.approvals(limit=1 << 30)
-        return match(approval_id, rows)
+        return match_approval(approval_id, self.journal.approvals(limit=1 << 30))
 
     def decide(self, approved: bool) -> None:
-        """What the buttons do: journal the decision (the first one wins), then continue."""
+        """What the buttons do: journal the decision (``operate.decide_approval``: the first
+        one wins), then continue."""
         payload = None
         if approved and self.row.schema is not None:
             try:
                 payload = json.loads(self.edit.value)
             except ValueError as exc:
-                self.status.value = _error(f"the payload is not valid JSON: {exc}")
+                self.status.value = error_html(f"the payload is not valid JSON: {exc}")
                 return
             if payload == self.row.payload:
                 payload = None
         try:
-            row = self.journal.decide_approval(
+            operate.decide_approval(
+                self.journal,
                 self.row.id,
                 approved=approved,
                 by=who(),
@@ -125,10 +109,10 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
                 payload=payload,
             )
         except LetItLoopError as exc:
-            self.status.value = _error(exc.message)
-            row = self._row(self.row.id)
-            if row.status == "pending":
-                return  # a bad edit: fix it and click again
+            self.status.value = error_html(exc.message, exc.fix)
+        row = self._row(self.row.id)
+        if row.status == "pending":
+            return  # a bad edit: fix it and click again
         self._decided(row)
 
     def _on_events(self, events: list[EventInfo]) -> None:
@@ -159,7 +143,7 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
         if r.status == "pending":
             return "<i>waiting for a decision</i>"
         how = " (timed out)" if r.timed_out else ""
-        when = f" at {html.escape(local_time(r.decided_at))}" if r.decided_at else ""
+        when = f" at {html.escape(operate.local_time(r.decided_at))}" if r.decided_at else ""
         note = f": {html.escape(r.comment)}" if r.comment else ""
         return f"<b>{r.status}</b> by {html.escape(r.decided_by or '?')}{when}{how}{note}"
 
@@ -172,15 +156,18 @@ class RetryWidget(W.VBox):  # type: ignore[misc]
         self,
         run_id: str,
         *,
-        journal: Journal | str | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
         position: int | None = None,
         cause: BaseException | None = None,
         on_retry: Callable[[], Any] | None = None,
     ) -> None:
-        self.journal = resolve_journal(journal)
+        self.journal = journal_of(journal)
         self.run_id, self.position, self.on_retry = run_id, position, on_retry
         what = "dead-lettered" if position is not None else "failed"
-        why = f": {html.escape(type(cause).__name__)}: {html.escape(str(cause))}" if cause else ""
+        why = ""
+        if cause is not None:
+            error = {"type": type(cause).__name__, "message": str(cause)}
+            why = f": {html.escape(operate.error_line(error))}"
         self.title = W.HTML(f"<b>run {html.escape(run_id)}</b> {what}{why}")
         self.retry = W.Button(
             description="Retry",
@@ -211,9 +198,9 @@ class RetryWidget(W.VBox):  # type: ignore[misc]
         self.retry.disabled = True
         if self.position is not None:
             try:
-                self.journal.rearm_step(self.run_id, who(), self.position)
+                operate.retry_dead_letter(self.journal, self.run_id, by=who(), step=self.position)
             except LetItLoopError as exc:
-                self.status.value = _error(exc.message)
+                self.status.value = error_html(exc.message, exc.fix)
                 self.retry.disabled = False
                 return
         self.status.value = "<i>retrying…</i>"
@@ -280,7 +267,3 @@ def _error_output(shell: Any, exc: BaseException) -> dict[str, Any]:
 
 def _pre(value: Any) -> str:
     return f"<pre>{html.escape(json.dumps(value, indent=2, ensure_ascii=False))}</pre>"
-
-
-def _error(message: str) -> str:
-    return f"<span style='color:#b00'>{html.escape(message)}</span>"

@@ -21,6 +21,8 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
+    cells       Claim, notebook_identity, path_key, claim, remembered_claim, owner_of, badge
+                (which run a notebook's ``%%durable`` cell continues, and its badge)
 """
 
 from __future__ import annotations
@@ -115,6 +117,18 @@ _EXPORTS = {
             "APPROVAL_STATES",
         ),
         _SHAPES,
+    ),
+    **dict.fromkeys(
+        (
+            "Claim",
+            "notebook_identity",
+            "path_key",
+            "claim",
+            "remembered_claim",
+            "owner_of",
+            "badge",
+        ),
+        "letitloop.operate._cells",
     ),
     **dict.fromkeys(
         (

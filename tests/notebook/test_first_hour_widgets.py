@@ -162,7 +162,7 @@ def test_effects_in_doubt_explain_and_ask_before_done(journal_path: Any) -> None
     done.click()
     row.children[1].comment.value = "saw it in the outbox"
     row.children[1].confirm.click()
-    assert panel.doubtful() == [] and "marked done by" in panel.status.value
+    assert panel.doubtful() == [] and "as done by" in panel.status.value  # operate's outcome
     assert "saw it in the outbox" in panel.status.value
     notes = [e.data.get("note") for e in panel.journal.events(limit=1000) if e.kind == "resolve"]
     assert notes == ["saw it in the outbox"]  # the comment is journaled with the decision

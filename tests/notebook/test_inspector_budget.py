@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -33,4 +34,4 @@ def test_the_inspector_shows_the_budget_and_the_time_its_tries_ran(journal_path:
     finally:
         inspector.close()
     assert "$0.4000 of $0.5000 budget" in header, header
-    assert " · ran " in header and " ms" in header, header  # not the 1.2 s it waited
+    assert re.search(r" · ran \d+ms · ", header), header  # not the 1.2 s it waited

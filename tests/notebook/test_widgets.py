@@ -96,7 +96,7 @@ def test_run_inspector_and_runs_table(journal_path: Any) -> None:
 
     work()
     inspector = RunInspector("i1", journal=journal)
-    assert "completed" in inspector.header.value and "2 steps done" in inspector.header.value
+    assert "completed" in inspector.header.value and "2/2 steps done" in inspector.header.value
     assert [r.children[0].description for r in inspector.rows.children] == ["0 one", "1 two"]
     table = runs(journal=journal)
     assert "inspect:i1" in table._repr_html_() and "inspect:i1" in table.text()
