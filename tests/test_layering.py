@@ -218,3 +218,28 @@ def test_duckdb_client_side_never_imports_duckdb() -> None:
     assert checked >= 5
     owner = client_side / "owner"
     assert any("duckdb" in _imported_modules(p) for p in owner.glob("*.py"))  # (it is there)
+
+
+# the notebook's magic drives the runtime itself: only these of its modules use the runtime's face
+NOTEBOOK_RUNTIME = ("_cell.py", "_progress.py")
+NOTEBOOK_MAY_IMPORT = (
+    "letitloop",  # the front door's public names, and ``from letitloop import operate``
+    "letitloop.operate",
+    "letitloop.journal",
+    "letitloop.errors",
+    "letitloop._lazy",
+)
+
+
+def test_the_notebook_reads_and_acts_through_operate() -> None:
+    """notebook_ext imports operate, the journal's face and errors: no other front end, no
+    backend; the runtime's face only where the magic runs a cell."""
+    for path in (ROOT / "letitloop" / "notebook_ext").glob("*.py"):
+        for line, module in imported_modules(path):
+            if not module.startswith("letitloop") or module.startswith("letitloop.notebook_ext"):
+                continue
+            where = f"{path.name}:{line} imports {module}"
+            if module == "letitloop.kernel":
+                assert path.name in NOTEBOOK_RUNTIME, where
+            else:
+                assert module in NOTEBOOK_MAY_IMPORT, where

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from letitloop.journal import Journal
     from letitloop.kernel._options import JournalSpec
+    from letitloop.kernel._policy import Budget, Retry
 
     P = ParamSpec("P")
     R = TypeVar("R")
@@ -349,6 +350,12 @@ if TYPE_CHECKING:  # the overloads are for the type checker: typing is not impor
         lock_timeout: float = ...,
         allow_pickle: bool = ...,
         ignore_args: bool = ...,
+        retry: Retry | None = ...,
+        timeout: float | None = ...,
+        budget: Budget | None = ...,
+        on_change: str = ...,
+        reopen: bool = ...,
+        limit: object = ...,
     ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 

@@ -30,11 +30,14 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "load_ipython_extension", "unload_ipython_extension"])
 
 if TYPE_CHECKING:
-    from letitloop.notebook_ext._effects import EffectsInDoubt
-    from letitloop.notebook_ext._inspector import RunInspector
-    from letitloop.notebook_ext._magic import DurableMagics
-    from letitloop.notebook_ext._render import RunList, runs
-    from letitloop.notebook_ext._widgets import ApprovalWidget, RetryWidget
+    from letitloop.notebook_ext._effects import EffectsInDoubt as EffectsInDoubt
+    from letitloop.notebook_ext._inspector import RunInspector as RunInspector
+    from letitloop.notebook_ext._magic import DurableMagics as DurableMagics
+    from letitloop.notebook_ext._render import RunList as RunList, runs as runs
+    from letitloop.notebook_ext._widgets import (
+        ApprovalWidget as ApprovalWidget,
+        RetryWidget as RetryWidget,
+    )
 
 _NAMES = (
     "step",
