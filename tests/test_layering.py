@@ -94,7 +94,6 @@ PENDING = (
     "letitloop/tui/",
     "letitloop/lsp/",
     "letitloop/adapters/langgraph.py",
-    "letitloop/splice/_proposals.py",
 )
 # the journal-administration commands (lil journal stop|status|sql|doctor|copy|quarantine, and
 # the demo that stops its own owner) speak to the DuckDB or PostgreSQL backend as such

@@ -120,15 +120,19 @@ def list_cmd(as_json: bool) -> None:
     if not rows:
         out.say("no task runs in this journal yet (start one with `lil run --task NAME`)")
         return
-    table = out.make_table("task", "status", "steps", "cost", "updated", "error", right=["steps"])
+    table = out.make_table(
+        "task", "status", "steps", "ran", "cost", "updated", "error", right=["steps", "ran", "cost"]
+    )
     for r in rows:
+        shown = r["shown"]
         table.add_row(
             out.text(r["task"], "bold"),
             out.status_text(r["status"]),
-            str(r["steps_done"]),
-            f"${r['cost_usd']:.4f}",
+            shown["steps"],
+            shown["duration"],
+            shown["cost"],
             out.ago(r["updated"]),
-            out.one_line(r["error"] or "", 60),
+            out.one_line(shown["error"], 60),
         )
     out.say(table)
 
@@ -147,6 +151,8 @@ def show_cmd(name: str, with_diff: bool, as_json: bool) -> None:
         out.emit_json(d)
         return
     out.say(out.text(f"task {d['task']}", "bold"), out.status_text(d["status"]), d["run_id"])
+    shown = d["shown"]
+    out.say(f"steps {shown['steps']} · ran {shown['duration']} · cost {shown['cost']}")
     if d["error"]:
         out.say(out.text(out.error_line(d["error"]), "red"))
     table = out.make_table(
@@ -204,12 +210,12 @@ def resume_cmd(name: str, as_json: bool) -> None:
 @journal_option
 def cancel_cmd(name: str, reason: str | None, as_json: bool) -> None:
     """Stop a task run for good (a runner executing it stops at its next journal write)."""
+    from letitloop.operate import cancel_run
     from letitloop.tasks._report import find_task_run
 
     journal = open_cli_journal()
-    run_id = find_task_run(journal, name)
-    journal.cancel_run(run_id, who(), reason)
+    done = cancel_run(journal, find_task_run(journal, name), by=who(), reason=reason)
     if as_json:
-        out.emit_json({"task": name, "run_id": run_id, "cancelled": True})
+        out.emit_json({"task": name, "run_id": done.run_id, "cancelled": True} | done.to_json())
         return
-    out.say(out.text(f"cancelled task {name}", "bold"), f"(`lil runs reset {run_id}` starts over)")
+    out.say(out.text(f"cancelled task {name}", "bold"), f"({done.message})")

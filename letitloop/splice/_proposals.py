@@ -6,7 +6,10 @@ target again: if the target is as it was when proposed (the rest of the file may
 the splice is applied and journaled as *applied*; otherwise the proposal is journaled as
 *conflict*, with the target's current source beside the proposed one, and nothing is written.
 ``reject_proposal`` journals *rejected*. Who and when are kept for each decision. Any front end
-(the CLI, the TUI, the notebook, the editor) goes through these functions.
+(the CLI, the TUI, the notebook, the editor) goes through these functions (through
+``operate.apply_splice`` and ``reject_splice``), on any backend: without a journal given, the
+running durable function's is used, else the one ``letitloop.journal.open_journal`` finds (a
+DuckDB file or a ``postgresql://`` URL).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class ProposalConflictError(SpliceError):
 
 
 def _journal(journal: Journal | None) -> Journal:
-    """The journal given, else the running durable function's, else the project's."""
+    """The journal given, else the running durable function's, else the project's (any
+    backend: ``$LIL_JOURNAL`` may be a ``postgresql://`` URL)."""
     if journal is not None:
         return journal
     from letitloop.kernel import current_run
@@ -43,7 +47,7 @@ def _journal(journal: Journal | None) -> Journal:
     ctx = current_run.get()
     if ctx is not None:
         return ctx.journal
-    from letitloop.journal.duckdb._client import open_journal
+    from letitloop.journal import open_journal
 
     return open_journal()
 
@@ -169,15 +173,31 @@ def _pending(p: Proposal) -> Proposal:
     )
 
 
+def _lock_path(journal: Journal) -> Path | None:
+    """Where deciders of ``journal`` take turns: beside a DuckDB file; for a journal that is no
+    file (PostgreSQL), in the user's private cache directory, named by the journal's id (the
+    deciders of this machine take turns, as the files they write are this machine's); None in
+    memory."""
+    location = getattr(journal, "location", ":memory:")
+    if location == ":memory:":
+        return None
+    if "://" not in location:
+        return Path(location).with_name(Path(location).name + ".splice.lock")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(cache) / "letitloop" / "locks"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder / f"splice-{journal.journal_id}.lock"
+
+
 @contextmanager
 def _decision_lock(journal: Journal) -> Iterator[Any]:
     """One decision at a time per journal: two people applying at once cannot both win."""
-    location = getattr(journal, "location", ":memory:")
-    if location == ":memory:":
+    lock_path = _lock_path(journal)
+    if lock_path is None:
         yield None
         return
-    lock_path = Path(location).with_name(Path(location).name + ".splice.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    mode = 0o644 if lock_path.name.endswith(".splice.lock") else 0o600  # beside a DuckDB file
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd

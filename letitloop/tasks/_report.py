@@ -1,8 +1,10 @@
 """Task runs read back from the journal as plain data, for ``lil run list|show`` and front ends.
 
-A task run is an ordinary run (workflow ``lil.task``); this module only names its parts: each
-attempt of an ``agent NAME`` step is one agent invocation, whose journaled outcome (an accepted
-or rejected output) holds the agent, exit code, duration, diff, checks and critique. Outputs are
+A task run is an ordinary run (workflow ``lil.task``), summarized as every surface summarizes a
+run (``operate.list_summaries``: steps done out of known, the time its tries really ran, cost,
+and the same formatted numbers under ``shown``); this module only names its parts: each attempt
+of an ``agent NAME`` step is one agent invocation, whose journaled outcome (an accepted or
+rejected output) holds the agent, exit code, duration, diff, checks and critique. Outputs are
 decoded only when they are JSON: nothing here runs code read from the journal.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from letitloop import operate
 from letitloop.journal import AttemptInfo, Journal
 from letitloop.tasks._runner import WORKFLOW, run_id_of
 
@@ -30,11 +33,15 @@ def task_runs(journal: Journal, limit: int = 1000) -> list[dict[str, Any]]:
             "run_id": r.run_id,
             "status": task_status(r.status),
             "steps_done": r.steps_done,
+            "steps_total": r.steps_total,
+            "seconds": r.seconds,
             "updated": r.updated,
             "cost_usd": r.cost_micros / 1e6,
             "error": (r.error or {}).get("message"),
+            "actions": list(r.actions),
+            "shown": operate.shown(r) | {"error": operate.error_line(r.error)},
         }
-        for r in journal.list_runs(workflow=WORKFLOW, limit=limit)
+        for r in operate.list_summaries(journal, workflow=WORKFLOW, limit=limit)
     ]
 
 
@@ -64,12 +71,16 @@ def task_detail(journal: Journal, name: str) -> dict[str, Any]:
         for p in journal.proposals()
         if p.origin == run_id
     ]
+    summary = operate.summary_of(journal, detail)
     return {
         "task": r.key,
         "run_id": run_id,
         "status": task_status(r.status),
         "error": r.error,
         "cost_usd": r.cost_micros / 1e6,
+        "seconds": summary.seconds,
+        "actions": list(summary.actions),
+        "shown": operate.shown(summary),
         "attempts": attempts,
         "proposals": proposals,
         "result": result,
