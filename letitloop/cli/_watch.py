@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from letitloop.cli._shared import journal_option, journal_path
+from letitloop.cli._shared import journal_option, journal_spec
 
 
 @click.command(
@@ -63,7 +63,8 @@ def watch_cmd(
 
     A crash is a non-zero exit or a death by signal (SIGKILL and the OOM killer included);
     exit 0 and the --no-restart-on codes end the watch. Durable workflows in the script resume
-    where they stopped. Each restart is journaled against the runs the crashed process started.
+    where they stopped. Each restart is journaled against the runs the crashed process started
+    (on a DuckDB or a PostgreSQL journal), and `lil runs show` lists it.
     Ctrl+C and SIGTERM go to the script and stop the watch.
 
     \b
@@ -71,10 +72,11 @@ def watch_cmd(
         lil watch pipeline.py --date 2026-11-29
         lil watch --max-restarts 3 -m mypkg.worker
     """
+    from letitloop.journal import find_location
     from letitloop.kernel import RestartPolicy, watch
 
     if module is None and not argv:
         raise click.UsageError("give a script to run (lil watch script.py ...) or -m MODULE")
     command = ["-m", module, *argv] if module else list(argv)
     policy = RestartPolicy(max_restarts, backoff, max_backoff, healthy_after, frozenset(no_restart))
-    raise SystemExit(watch(command, policy, journal_path()))
+    raise SystemExit(watch(command, policy, find_location(journal_spec())))

@@ -67,7 +67,7 @@ _EXPORTS = {
     **dict.fromkeys(("MapUpdate", "map_observer_var"), "letitloop.kernel._fanout"),
     **dict.fromkeys(("fields", "replace", "frozen"), "letitloop.kernel._frozen"),
     **dict.fromkeys(("RestartPolicy",), "letitloop.kernel._restarts"),
-    **dict.fromkeys(("watch",), "letitloop.kernel._watch"),
+    **dict.fromkeys(("watch", "runs_started_by"), "letitloop.kernel._watch"),
     **dict.fromkeys(("use_tracer_provider",), "letitloop.kernel._tracing"),
     **dict.fromkeys(("Codec",), "letitloop.kernel._codec"),
     **dict.fromkeys(("fingerprint",), "letitloop.kernel._fingerprint"),
@@ -160,6 +160,7 @@ if TYPE_CHECKING:
         use_tracer_provider as use_tracer_provider,
     )
     from letitloop.kernel._watch import (
+        runs_started_by as runs_started_by,
         watch as watch,
     )
 

@@ -1,12 +1,16 @@
-"""``lil watch`` supervising real scripts: crashes by SIGKILL, a breaker, and Ctrl+C."""
+"""``lil watch`` supervising real scripts: crashes by SIGKILL (journaled on DuckDB and on
+PostgreSQL, and shown by ``lil runs show``), a breaker, and Ctrl+C."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from letitloop import open_journal
 from tests.crash.crash_helpers import pid_alive
@@ -28,19 +32,37 @@ def watch(lab: Lab, *args: str, **kw: object) -> subprocess.Popen[str]:
     )
 
 
-def test_script_killing_itself_at_steps_3_and_7_finishes_each_step_once(lab: Lab) -> None:
+@pytest.fixture(params=["duckdb", "postgresql"])
+def watched(request: pytest.FixtureRequest, lab: Lab) -> Lab:
+    """The lab on a DuckDB file behind its owner, or on a fresh PostgreSQL database."""
+    if request.param == "postgresql":
+        lab.env["LIL_JOURNAL"] = request.getfixturevalue("pg_dsn")
+    return lab
+
+
+def test_script_killing_itself_at_steps_3_and_7_finishes_each_step_once(watched: Lab) -> None:
+    lab = watched
     proc = watch(lab, "--backoff", "0.1", str(HERE / "human_workflows.py"), "ten", "3,7")
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "RESULT 55" in out
     assert err.count("killed by SIGKILL") == 2 and "restarting in" in err
+    assert "could not journal" not in err
     assert lab.names() == [f"step-{i}" for i in range(1, 11)]  # each executed exactly once
     assert len({pid for _, pid, _ in lab.steps()}) == 3  # by three processes
-    restarts = [e for e in open_journal(lab.journal_path).events(run_id=TEN) if e.kind == "restart"]
+    journal = open_journal(lab.env["LIL_JOURNAL"])
+    restarts = [e for e in journal.events(run_id=TEN) if e.kind == "restart"]
     assert len(restarts) == 2
     assert (
         "killed by SIGKILL" in restarts[0].data["reason"] and "lil watch" in restarts[0].data["by"]
     )
+    shown = lab.lil("runs", "show", TEN)
+    assert shown.returncode == 0, shown.stderr
+    said = [line for line in shown.stdout.splitlines() if line.startswith("restarted ")]
+    assert len(said) == 2 and all("by lil watch" in line for line in said), shown.stdout
+    assert "restart 1: " in said[0] and "restart 2: " in said[1] and "killed by SIGKILL" in said[1]
+    view = json.loads(lab.lil("runs", "show", TEN, "--json").stdout)
+    assert [r["reason"].split(":")[0] for r in view["restarts"]] == ["restart 1", "restart 2"]
 
 
 def test_breaker_trips_on_a_script_that_always_crashes(lab: Lab, tmp_path: Path) -> None:
