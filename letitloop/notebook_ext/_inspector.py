@@ -23,7 +23,7 @@ from letitloop.errors import ConfigError, JournalError, LetItLoopError
 from letitloop.journal import ApprovalInfo, AttemptInfo, Journal, RunDetail, preview, who
 from letitloop.notebook_ext._base import error_html, journal_of, on_kernel
 from letitloop.notebook_ext._failure import _ours
-from letitloop.notebook_ext._render import status_html
+from letitloop.notebook_ext._render import decision_text, status_html
 
 _ROWS = 200  # step rows shown as buttons; a longer run says where the rest is
 _FULL = 200_000  # characters of one output shown when a step is opened
@@ -243,16 +243,6 @@ def row_html(s: operate.StepSummary, decision: ApprovalInfo | None, in_doubt: bo
         f"<code>{html.escape(operate.one_line(shown or '', _SHORT))}</code>",
     ]
     return " · ".join(cells)
-
-
-def decision_text(d: ApprovalInfo) -> str:
-    """``approved by ana@host at 2026-12-01 21:04:05: ship it`` (or pending)."""
-    if d.status == "pending":
-        return "pending: waiting for a decision"
-    how = " (timed out)" if d.timed_out else ""
-    when = f" at {operate.local_time(d.decided_at)}" if d.decided_at else ""
-    note = f": {d.comment}" if d.comment else ""
-    return f"{d.status} by {d.decided_by or '?'}{when}{how}{note}"
 
 
 def decision_html(d: ApprovalInfo) -> str:

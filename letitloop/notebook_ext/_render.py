@@ -1,4 +1,5 @@
-"""HTML and text renderings of journal data for notebooks: ``runs()`` and status words.
+"""HTML and text renderings of journal data for notebooks: ``runs()``, status words and
+decisions.
 
 Runs are operate's summaries (``operate.list_summaries``: steps done out of known, the time the
 run's tries really ran, cost), written with operate's formatting, so a notebook's table reads
@@ -12,7 +13,7 @@ import os
 from typing import Any
 
 from letitloop import operate
-from letitloop.journal import Journal
+from letitloop.journal import ApprovalInfo, Journal
 from letitloop.notebook_ext._base import journal_of
 
 _COLORS = {
@@ -74,3 +75,13 @@ def status_html(status: str) -> str:
     """A status word in its color."""
     color = _COLORS.get(status.split(" ")[0], "#57606a")
     return f"<span style='color:{color}'>{html.escape(status)}</span>"
+
+
+def decision_text(d: ApprovalInfo) -> str:
+    """``approved by ana@host at 2026-12-01 21:04:05: ship it`` (or pending)."""
+    if d.status == "pending":
+        return "pending: waiting for a decision"
+    how = " (timed out)" if d.timed_out else ""
+    when = f" at {operate.local_time(d.decided_at)}" if d.decided_at else ""
+    note = f": {d.comment}" if d.comment else ""
+    return f"{d.status} by {d.decided_by or '?'}{when}{how}{note}"

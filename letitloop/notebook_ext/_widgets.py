@@ -24,6 +24,7 @@ from letitloop.journal import ApprovalInfo, EventInfo, Journal, match_approval, 
 from letitloop.notebook_ext._base import error_html, journal_of, on_kernel
 from letitloop.notebook_ext._effects import EffectsInDoubt
 from letitloop.notebook_ext._inspector import RunInspector
+from letitloop.notebook_ext._render import decision_text
 
 __all__ = ["ApprovalWidget", "EffectsInDoubt", "RetryWidget", "RunInspector", "kept_output"]
 
@@ -139,13 +140,11 @@ class ApprovalWidget(W.VBox):  # type: ignore[misc]
             self.status.value = self._status_text() + " · the run continued below"
 
     def _status_text(self) -> str:
-        r = self.row
-        if r.status == "pending":
+        status = self.row.status
+        if status == "pending":
             return "<i>waiting for a decision</i>"
-        how = " (timed out)" if r.timed_out else ""
-        when = f" at {html.escape(operate.local_time(r.decided_at))}" if r.decided_at else ""
-        note = f": {html.escape(r.comment)}" if r.comment else ""
-        return f"<b>{r.status}</b> by {html.escape(r.decided_by or '?')}{when}{how}{note}"
+        said = decision_text(self.row)  # "approved by ana@lab at ...": the status word in bold
+        return f"<b>{html.escape(status)}</b>{html.escape(said.removeprefix(status))}"
 
 
 class RetryWidget(W.VBox):  # type: ignore[misc]
