@@ -14,6 +14,7 @@ from tests.tasks.test_review import CHECK, NEW, OLD, TASK
 def _waiting_on(project: Project, pg_dsn: str, tmp_path: Path) -> str:
     """Run the task on PostgreSQL until it waits for review; the id of its one proposal."""
     project.extra_env["LIL_JOURNAL"] = pg_dsn
+    project.extra_env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # where deciders take turns
     project.write("tasks/calc.toml", TASK)
     project.write("check_calc.py", CHECK)
     project.write("src/calc.py", OLD)
@@ -47,6 +48,8 @@ def test_a_reviewed_task_applied_on_postgresql(
     assert result["decisions"] == {pid: "applied"}
     assert [c["ok"] for c in result["checks"]] == [True]
     assert len(project.calls()) == 1  # the agent ran once: resuming replayed its attempt
+    (lock,) = (tmp_path / "cache" / "letitloop" / "locks").iterdir()
+    assert lock.name.startswith("splice-") and lock.stat().st_mode & 0o077 == 0
     listed = json.loads(project.lil("run", "list", "--json").stdout)
     assert [(r["task"], r["status"]) for r in listed] == [("calc", "completed")]
     assert not project.journal.exists()  # every record went to PostgreSQL
