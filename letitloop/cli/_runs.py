@@ -171,10 +171,6 @@ def show_view(view: RunView, with_traceback: bool = False) -> None:
         o = r.forked_from
         at = f"{o.step!r} (position {o.position})" if o.step else o.position
         out.say(out.text(f"forked from {o.run_id} at {at}, epoch {o.epoch}", "cyan"))
-    for restart in view.restarts:
-        out.say(
-            out.text(f"restarted {out.stamp(restart.ts)} by {restart.by}: {restart.reason}", "cyan")
-        )
     if with_traceback and r.error and r.error.get("traceback"):
         out.say("")
         out.say(out.text(r.error["traceback"].rstrip()))

@@ -8,7 +8,7 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
 
     runs        RunSummary, StepSummary, summarize, summary_of, list_summaries, steps_of,
                 actions_for, attempt_seconds, latest_attempts, ACTIONS, STATUSES
-    one run     RunView, run_view, view_of, result_preview, Restart, restarts_of
+    one run     RunView, run_view, view_of, result_preview
     effects     Doubt, in_doubt, doubts, doubts_of
     cells       which run a %%durable cell continues: notebook_identity, path_key, claim,
                 remembered_claim, owner_of, Claim, and its badge
@@ -58,15 +58,7 @@ _EXPORTS = {
         _RUNS,
     ),
     **dict.fromkeys(
-        (
-            "RunView",
-            "run_view",
-            "view_of",
-            "result_preview",
-            "view_json",
-            "Restart",
-            "restarts_of",
-        ),
+        ("RunView", "run_view", "view_of", "result_preview", "view_json"),
         "letitloop.operate._view",
     ),
     **dict.fromkeys(
@@ -257,9 +249,7 @@ if TYPE_CHECKING:
         proposal_json as proposal_json,
     )
     from letitloop.operate._view import (
-        Restart as Restart,
         RunView as RunView,
-        restarts_of as restarts_of,
         result_preview as result_preview,
         run_view as run_view,
         view_json as view_json,

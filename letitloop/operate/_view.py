@@ -1,6 +1,5 @@
 """One run as every surface shows it in full: its summary, steps and attempts, result, the
-approvals it waits for, its side effects in doubt, the restarts of its process and its
-``step.map`` items.
+approvals it waits for, its side effects in doubt and its ``step.map`` items.
 
 ``lil runs show``, lil-tui's run screen, the lab's run panel, the notebook's inspector and the
 language server's hovers read a run through ``run_view``, so they agree on every number.
@@ -27,15 +26,6 @@ if TYPE_CHECKING:
     from letitloop.journal import ApprovalInfo, AttemptInfo, Journal, MapItems, RunDetail
 
 MAX_RESULT = 4000  # characters of a result preview
-EVENTS_PAGE = 1000  # events read at a time
-
-
-class Restart(NamedTuple):
-    """A supervisor (``lil watch``, ``@supervise``) restarted the process executing a run."""
-
-    ts: float
-    by: str  # the supervisor: ``lil watch 4242@host``
-    reason: str  # ``restart 1: pipeline.py killed by SIGKILL after 0.4s``
 
 
 class RunView(NamedTuple):
@@ -50,7 +40,6 @@ class RunView(NamedTuple):
     approvals: list[ApprovalInfo]  # pending, oldest first
     doubts: list[Doubt]
     maps: list[MapItems]
-    restarts: list[Restart]  # of this epoch, oldest first
 
 
 def result_preview(detail: RunDetail, limit: int = MAX_RESULT) -> str | None:
@@ -61,25 +50,6 @@ def result_preview(detail: RunDetail, limit: int = MAX_RESULT) -> str | None:
     from letitloop.operate._format import truncate
 
     return truncate(preview(*detail.result, shown=detail.result_shown), limit)
-
-
-def restarts_of(journal: Journal, detail: RunDetail) -> list[Restart]:
-    """The restarts journaled for a run in its current epoch, oldest first. A run that had one
-    try in this epoch was never restarted into it, and its events are not read."""
-    if detail.run.attempt <= 1:
-        return []
-    found: list[Restart] = []
-    after = 0
-    while True:
-        page = journal.events(after=after, run_id=detail.run.run_id, limit=EVENTS_PAGE)
-        found += [
-            Restart(e.ts, str(e.data.get("by", "")), str(e.data.get("reason", "")))
-            for e in page
-            if e.kind == "restart" and e.data.get("epoch", detail.run.epoch) == detail.run.epoch
-        ]
-        if len(page) < EVENTS_PAGE:
-            return found
-        after = page[-1].seq
 
 
 def view_of(journal: Journal, detail: RunDetail) -> RunView:
@@ -98,7 +68,6 @@ def view_of(journal: Journal, detail: RunDetail) -> RunView:
         approvals=sorted(pending, key=lambda a: (a.created, a.id)),
         doubts=doubts_of(detail),
         maps=map_items(journal, detail),
-        restarts=restarts_of(journal, detail),
     )
 
 
@@ -118,5 +87,4 @@ def view_json(v: RunView) -> dict[str, Any]:
         "approvals": [approval_json(a) for a in v.approvals],
         "effects": [doubt_json(d) for d in v.doubts],
         "maps": [map_json(m) for m in v.maps],
-        "restarts": [r._asdict() for r in v.restarts],
     }

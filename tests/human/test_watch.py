@@ -1,9 +1,8 @@
 """``lil watch`` supervising real scripts: crashes by SIGKILL (journaled on DuckDB and on
-PostgreSQL, and shown by ``lil runs show``), a breaker, and Ctrl+C."""
+PostgreSQL, and shown among a run's decisions by ``lil runs show``), a breaker, and Ctrl+C."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -56,13 +55,11 @@ def test_script_killing_itself_at_steps_3_and_7_finishes_each_step_once(watched:
     assert (
         "killed by SIGKILL" in restarts[0].data["reason"] and "lil watch" in restarts[0].data["by"]
     )
-    shown = lab.lil("runs", "show", TEN)
+    shown = lab.lil("runs", "show", TEN)  # its decisions: each restart, by whom and why
     assert shown.returncode == 0, shown.stderr
-    said = [line for line in shown.stdout.splitlines() if line.startswith("restarted ")]
-    assert len(said) == 2 and all("by lil watch" in line for line in said), shown.stdout
+    said = [line.strip() for line in shown.stdout.splitlines() if "restarted by " in line]
+    assert len(said) == 2 and all("restarted by lil watch " in line for line in said), said
     assert "restart 1: " in said[0] and "restart 2: " in said[1] and "killed by SIGKILL" in said[1]
-    view = json.loads(lab.lil("runs", "show", TEN, "--json").stdout)
-    assert [r["reason"].split(":")[0] for r in view["restarts"]] == ["restart 1", "restart 2"]
 
 
 def test_breaker_trips_on_a_script_that_always_crashes(lab: Lab, tmp_path: Path) -> None:
