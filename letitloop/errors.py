@@ -7,6 +7,7 @@ imports it, and it imports nothing of letitloop).
     │   ├── JournalUnavailableError     the owner process could not be started or reached
     │   └── JournalVersionError         client and owner speak different protocol or schema versions
     │   └── ApprovalDecidedError        an approval was already decided (first decision wins)
+    │   └── BoardConflictError          a blackboard write expected another version of its key
     ├── RunLockedError              another process is executing this run right now
     │   └── LeaseLostError              this process's lease was taken over; its writes are refused
     ├── RunCancelledError           someone cancelled the run; it stops and is not resumed
@@ -21,6 +22,7 @@ imports it, and it imports nothing of letitloop).
     │   └── ApprovalPending             the run waits for a person to approve or reject
     ├── SupervisorError             a supervised process kept crashing, or cannot be supervised
     ├── MapItemError                an item of step.map failed (the others stay journaled)
+    ├── ContextBudgetError          assembled context cannot fit its token budget (before any call)
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
@@ -37,6 +39,9 @@ class LetItLoopError(Exception):
     """Base of all letitloop errors: a message that ends with the fix, plus structured fields."""
 
     title = "letitloop error"
+    #: a subclass's own fields (beyond run_id, step, position), kept when the error crosses a
+    #: process boundary as data (``to_dict``; the owner's replies)
+    extra_fields: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -68,7 +73,7 @@ class LetItLoopError(Exception):
             "run_id": self.run_id,
             "step": self.step,
             "position": self.position,
-        }
+        } | {name: getattr(self, name, None) for name in self.extra_fields}
 
 
 def _rebuild(
@@ -114,6 +119,23 @@ class ApprovalDecidedError(JournalError):
     """Someone else decided this approval first; the first decision stands."""
 
     title = "approval already decided"
+
+
+class BoardConflictError(JournalError):
+    """A blackboard write (``put(key, value, expect=version)``) expected another version of its
+    key than the journal holds: someone else wrote it first (compare-and-swap). ``.key``,
+    ``.expected`` and ``.current`` say which key and both versions."""
+
+    title = "blackboard write conflict"
+    extra_fields = ("key", "expected", "current")
+
+    def __init__(
+        self, message: str, *, key: str, expected: int, current: int, **kw: object
+    ) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.key = key
+        self.expected = expected
+        self.current = current
 
 
 class RunCancelledError(LetItLoopError):
@@ -235,6 +257,23 @@ class SupervisorError(LetItLoopError):
     """A supervised function or script kept crashing (the breaker tripped), or cannot be run."""
 
     title = "supervision stopped"
+
+
+class ContextBudgetError(LetItLoopError):
+    """Context assembled for a model cannot fit its token budget even after compaction (its
+    pinned entries alone are over it): refused before any model call. ``.budget``, ``.needed``
+    and ``.counter`` hold the numbers and how tokens were counted."""
+
+    title = "context over its token budget"
+    extra_fields = ("budget", "needed", "counter")
+
+    def __init__(
+        self, message: str, *, budget: int, needed: int, counter: str, **kw: object
+    ) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.budget = budget
+        self.needed = needed
+        self.counter = counter
 
 
 class MapItemError(LetItLoopError):

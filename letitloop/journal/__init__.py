@@ -9,7 +9,7 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
     open        open_journal, find_location, find_journal, JournalPaths, who, tool_table
     contract    Journal and its roles, Subscription, Encoded, and the records it returns:
                 RunState StepRecord RunInfo RunDetail AttemptInfo EventInfo ApprovalInfo
-                Proposal CacheEntry Notice CheckpointRow CheckpointWrite
+                Proposal CacheEntry Notice CheckpointRow CheckpointWrite BoardEntry BoardView
     records     Record, check_text, error_dict, in_doubt_error, cancelled_error, RecordWrites,
                 the limits MAX_MICROS MAX_TOKENS MAX_BUDGET_TOKENS
     values      preview, short_repr, call_preview (never run user code)
@@ -44,6 +44,9 @@ _EXPORTS = {
             "ReadJournal",
             "DecisionJournal",
             "ProposalJournal",
+            "BoardJournal",
+            "BoardEntry",
+            "BoardView",
             "CacheJournal",
             "CheckpointJournal",
             "LimitJournal",
@@ -157,6 +160,9 @@ if TYPE_CHECKING:
         AdminJournal as AdminJournal,
         ApprovalInfo as ApprovalInfo,
         AttemptInfo as AttemptInfo,
+        BoardEntry as BoardEntry,
+        BoardJournal as BoardJournal,
+        BoardView as BoardView,
         CacheEntry as CacheEntry,
         CacheJournal as CacheJournal,
         CheckpointJournal as CheckpointJournal,

@@ -139,6 +139,28 @@ class EventInfo(NamedTuple):
     data: dict[str, Any]
 
 
+class BoardEntry(NamedTuple):
+    """One version of one key on a run's blackboard, its value still encoded."""
+
+    key: str
+    version: int  # 1 for the key's first write, then one more for each
+    codec: str
+    output: bytes
+    tags: tuple[str, ...]
+    pinned: bool  # context assembly never drops a pinned entry
+    by: str  # who wrote it: a run's step ("run@epoch.position"), a thread's task, a person
+    ts: float
+
+
+class BoardView(NamedTuple):
+    """A run's blackboard as read: its current epoch and the entries asked for, each key's
+    versions oldest first, keys in the order of their first write."""
+
+    run_id: str
+    epoch: int
+    entries: list[BoardEntry]
+
+
 class CacheEntry(NamedTuple):
     """A step output kept for reuse across runs (``step(..., cache=True)``)."""
 
@@ -372,6 +394,32 @@ class ProposalJournal(_Located, Protocol):
         ...
 
 
+class BoardJournal(_Located, Protocol):
+    """A run's blackboard: versioned, tagged entries anyone may write (``letitloop.memory``)."""
+
+    def board(self, run_id: str, *, key: str | None = None, history: bool = False) -> BoardView:
+        """The blackboard of run ``run_id`` in its current epoch: each key's newest version, or
+        with ``history`` every version (``key``: that key's only)."""
+        ...
+
+    def board_put(
+        self,
+        run_id: str,
+        epoch: int,
+        key: str,
+        value: Encoded,
+        *,
+        version: int,
+        tags: Sequence[str] = (),
+        pinned: bool = False,
+        by: str,
+    ) -> None:
+        """Write ``version`` of ``key``: it must be the key's next version (compare-and-swap),
+        else ``BoardConflictError`` says which version the journal holds. Durable on return; a
+        resend of the same write (same version, same ``by``) is a no-op."""
+        ...
+
+
 class CacheJournal(_Located, Protocol):
     """Step outputs kept for reuse across runs (``step(..., cache=True)``)."""
 
@@ -500,6 +548,7 @@ class Journal(
     ReadJournal,
     DecisionJournal,
     ProposalJournal,
+    BoardJournal,
     CacheJournal,
     CheckpointJournal,
     LimitJournal,

@@ -5,8 +5,8 @@ reads the source's records in order (``events``: every record without its payloa
 payload back from the reads that return it (``get_output``, ``get_run``, ``cache_get``,
 ``checkpoints``) and writes the records to the destination with ``import_records``, where the
 destination's own state machine checks and folds them exactly as it folded the originals. So
-runs, attempts, outputs, approvals, budgets, markers, cache entries, proposals and LangGraph
-checkpoints come out the same, with their original times and authors.
+runs, attempts, outputs, approvals, budgets, markers, cache entries, proposals, blackboards and
+LangGraph checkpoints come out the same, with their original times and authors.
 
 What no read of the contract returns cannot be copied, and the report counts it: the result of
 an epoch a reset superseded, cache entries replaced or dropped since, and checkpoints deleted
@@ -173,6 +173,15 @@ def _fill_lgwrite(p: _Payloads, rec: Record, report: CopyReport) -> Record | Non
     return rec | {"writes": [[w.idx, w.channel, w.value[0], w.value[1]] for w in mine]}
 
 
+def _fill_board(p: _Payloads, rec: Record, report: CopyReport) -> Record | None:
+    view = p.source.board(rec["run"], key=rec["key"], history=True)
+    found = [e for e in view.entries if e.version == rec["ver"]]
+    if view.epoch != rec["epoch"] or not found:
+        report.leave_out("blackboard entries of epochs superseded by a reset")
+        return None
+    return rec | {"codec": found[0].codec, "out": found[0].output}
+
+
 _FILLERS: dict[str, Callable[[_Payloads, Record, CopyReport], Record | None]] = {
     "run": _fill_run,
     "ok": _fill_step_outcome,
@@ -181,6 +190,7 @@ _FILLERS: dict[str, Callable[[_Payloads, Record, CopyReport], Record | None]] = 
     "cache": _fill_cache,
     "lgput": _fill_lgput,
     "lgwrite": _fill_lgwrite,
+    "board": _fill_board,
 }
 
 

@@ -21,6 +21,7 @@ from letitloop.journal import _approvals, _checkpoints, _rows
 from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
+    BoardView,
     CacheEntry,
     CheckpointRow,
     Encoded,
@@ -243,6 +244,28 @@ class MemoryJournal(RecordWrites):
                         new.append(rec)
             finally:
                 self._publish(new)
+
+    def board(self, run_id: str, *, key: str | None = None, history: bool = False) -> BoardView:
+        with self.store.cond:
+            entry = self.store.state.runs.get(run_id)
+            if entry is None:
+                raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+            mine = [
+                r
+                for r in self.store.records
+                if r["k"] == "board"
+                and r["run"] == run_id
+                and r["epoch"] == entry.epoch
+                and key in (None, r["key"])
+            ]
+            heads = entry.board
+        rows = [
+            [r["key"], r["ver"], r["codec"], r["out"], r["tags"], r["pinned"], r["by"], r["ts"]]
+            for r in mine
+            if history or r["ver"] == heads.get(r["key"])
+        ]
+        rows.sort(key=lambda row: (row[7], row[0], row[1]))
+        return _rows.board_view(run_id, entry.epoch, rows[: _rows.BOARD_ROWS])
 
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
         for rec in reversed(self.store.records):

@@ -22,6 +22,8 @@ they reach the owner's log, so a malformed record can never poison recovery.
     wait     a step waits for a shared rate limit's capacity   run epoch at name limit seconds ts
     rewind   steps from pos on are superseded (changed code reruns them)   run epoch pos ts
     cancel   the run is stopped for good (until reset)   run epoch by reason ts
+    board    a version of a key on the run's blackboard   run epoch key ver codec out tags pinned
+             by ts   (written by anyone; ver must be the key's next version: compare-and-swap)
     propose  a splice proposal              id path target code reason by base old origin ts
     decide   a proposal applied, rejected or in conflict   id state by note ts
     lgput, lgwrite, lgdel, lgcopy   graph checkpoints (LangGraph threads), see journal._checkpoints
@@ -33,7 +35,7 @@ import math
 import re
 from typing import Any
 
-from letitloop.errors import JournalError, LetItLoopError
+from letitloop.errors import BoardConflictError, JournalError, LetItLoopError
 
 Record = dict[str, Any]
 
@@ -132,6 +134,18 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "ts": _NUM,
     },
     "decide": {"run": _STR, "id": _STR, "state": _STR, "by": _STR, "note": _OPT_STR, "ts": _NUM},
+    "board": {
+        "run": _STR,
+        "epoch": _INT,
+        "key": _STR,
+        "ver": _INT,
+        "codec": _STR,
+        "out": (bytes,),
+        "tags": (list,),
+        "pinned": (bool,),
+        "by": _STR,
+        "ts": _NUM,
+    },
     "lgput": {
         "run": _STR,
         "thread": _STR,
@@ -184,7 +198,8 @@ MAX_MICROS = 10**15  # one billion US dollars, in micro-dollars
 MAX_BUDGET_TOKENS = 10**15
 MAX_TEXT = 1 << 20  # names, ids, workflow names: plenty; longer is a bug or an attack
 _NAME_FIELDS = frozenset(("run", "wf", "key", "name", "by", "id", "thread"))
-_COUNTERS = frozenset(("epoch", "try", "pos", "att", "next"))
+_COUNTERS = frozenset(("epoch", "try", "pos", "att", "next", "ver"))
+MAX_TAGS = 32  # tags of one blackboard entry
 _LIMITS = {  # numbers of other record kinds and their columns' bounds
     "budget": (("usd_micros", MAX_MICROS), ("tokens", MAX_BUDGET_TOKENS)),
     "cache": (("cost", MAX_MICROS),),
@@ -233,6 +248,8 @@ def validate(rec: object) -> Record:
         raise JournalError(f"journal record {rec['k']!r}: malformed cache note {cache!r}")
     if rec["k"] == "step" and rec["kind"] == "approval":
         _validate_ask(rec.get("ask"))
+    if rec["k"] == "board":
+        _validate_board(rec)
     if rec["k"] == "decide" and rec["state"] not in PROPOSAL_STATES:
         raise JournalError(f"a splice decision must be one of {sorted(PROPOSAL_STATES)}")
     if rec["k"] in CHECKPOINT_KINDS:
@@ -309,6 +326,19 @@ def _check_json(rec: Record) -> None:
             ) from None
 
 
+def _validate_board(rec: Record) -> None:
+    """A blackboard entry: a version from 1, at most ``MAX_TAGS`` tags, each printable text."""
+    tags = rec["tags"]
+    if rec["ver"] < 1 or len(tags) > MAX_TAGS or not all(isinstance(t, str) for t in tags):
+        raise JournalError(
+            f"journal record 'board': version {rec['ver']} and {len(tags)} tags: a version "
+            f"counts from 1, and an entry has at most {MAX_TAGS} tags, each text",
+            fix="use fewer tags (words such as 'facts' or 'draft')",
+        )
+    for tag in tags:
+        check_text(tag, "a blackboard tag")
+
+
 def _validate_ask(ask: object) -> None:
     ok = isinstance(ask, dict) and ask.get("on_timeout") in ON_TIMEOUT
     if isinstance(ask, dict):
@@ -376,6 +406,8 @@ def natural_key(rec: Record) -> str:
         return f"lgwrite/{rec['thread']}/{rec['ns']}/{rec['id']}/{rec['task']}/{rec['ts']}"
     if k in ("lgdel", "lgcopy"):
         return f"{k}/{rec['run']}/{rec['ts']}"
+    if k == "board":  # one version of a key by one writer: another writer's is a conflict
+        return f"board/{rec['run']}/{rec['epoch']}/{rec['ver']}/{rec['by']}/{rec['key']}"
     if k == "done":  # a reopened run completes again in the same epoch
         return f"done/{rec['run']}/{rec['epoch']}/{rec['ts']}"
     return f"{k}/{rec['run']}/{rec['epoch']}"
@@ -408,6 +440,44 @@ def budget_record(
 
     rec = {"k": "budget", "run": run_id, "epoch": epoch, "usd_micros": usd_micros}
     return rec | {"tokens": tokens, "by": by, "ts": time.time()}
+
+
+def board_record(
+    run_id: str,
+    epoch: int,
+    key: str,
+    version: int,
+    value: tuple[str, bytes],
+    tags: list[str],
+    pinned: bool,
+    by: str,
+) -> Record:
+    """The ``board`` record writing ``version`` of ``key`` on run ``run_id``'s blackboard."""
+    import time
+
+    rec = {"k": "board", "run": run_id, "epoch": epoch, "key": key, "ver": version}
+    rec |= {"codec": value[0], "out": value[1], "tags": list(tags), "pinned": pinned}
+    return validate(rec | {"by": by, "ts": time.time()})
+
+
+def check_board(entry: Any, rec: Record) -> bool:
+    """A blackboard write is the key's next version, or it lost a race (compare-and-swap): the
+    writer expected the version before it, and someone else wrote one since (``entry``: the
+    board's run in the live state, ``journal._state.RunEntry``)."""
+    key, current = rec["key"], entry.board.get(rec["key"], 0)
+    if rec["ver"] == current + 1:
+        return True
+    expected = rec["ver"] - 1
+    raise BoardConflictError(
+        f"blackboard of run {entry.run_id}: {key!r} is at version {current}, but this write "
+        f"expected version {expected}" + (" (someone else wrote it first)" if current else ""),
+        fix=f"read {key!r} again (board.get), decide what to write from its version {current}, "
+        f"and put it with expect={current}; or put without expect= to write the next version",
+        run_id=entry.run_id,
+        key=key,
+        expected=expected,
+        current=current,
+    )
 
 
 def propose_record(p: Any) -> Record:

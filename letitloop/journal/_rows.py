@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from letitloop.journal._contract import BoardEntry, BoardView
 from letitloop.journal._records import Record, natural_key, without_payload
 
 STEP_COLS = (
@@ -200,6 +201,14 @@ def run_statements(rec: Record) -> list[Statement] | None:
                 [error, ts, run_id],
             )
         ]
+    if k == "board":
+        return [
+            (
+                "INSERT INTO board VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [run_id, rec["epoch"], rec["key"], rec["ver"], rec["codec"], rec["out"]]
+                + [len(rec["out"]), json.dumps(rec["tags"]), rec["pinned"], rec["by"], ts],
+            )
+        ]
     if k == "propose":
         return [
             (
@@ -218,6 +227,32 @@ def run_statements(rec: Record) -> list[Statement] | None:
             )
         ]
     return None
+
+
+BOARD_ROWS = 10_000  # entries one blackboard read returns at most (a reply is built whole)
+# a blackboard's entries of one epoch, in the order they were written: with ``history`` every
+# version, else each key's newest; parameters: run, epoch, key, key, history
+BOARD_SELECT = (
+    "SELECT key, version, codec, output, tags, pinned, written_by, ts FROM board b "
+    "WHERE run_id = ? AND epoch = ? AND (CAST(? AS VARCHAR) IS NULL OR key = ?) AND (? OR "
+    "version = (SELECT max(version) FROM board m WHERE m.run_id = b.run_id AND "
+    f"m.epoch = b.epoch AND m.key = b.key)) ORDER BY ts, key, version LIMIT {BOARD_ROWS}"
+)
+
+
+def board_params(run_id: str, epoch: int, key: str | None, history: bool) -> list[Any]:
+    return [run_id, epoch, key, key, history]
+
+
+def board_view(run_id: str, epoch: int, rows: list[Any]) -> BoardView:
+    """A ``BoardView`` from ``BOARD_SELECT``'s rows (or the memory journal's, alike)."""
+    entries = []
+    for key, version, codec, output, tags, pinned, by, ts in rows:
+        tags = json.loads(tags) if isinstance(tags, str) else tags
+        entries.append(
+            BoardEntry(key, version, codec, bytes(output), tuple(tags), bool(pinned), by, ts)
+        )
+    return BoardView(run_id, epoch, entries)
 
 
 def cancel_pending(run_id: str) -> Statement:

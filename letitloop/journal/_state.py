@@ -20,7 +20,7 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.journal._contract import RunState, StepRecord
-from letitloop.journal._records import JOURNAL_KINDS, Record, natural_key, validate
+from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
 # records a run's own process writes: the newest one is where its current try has got to
@@ -64,6 +64,7 @@ class RunEntry:
         self.busy = 0.0  # seconds the finished tries of this epoch executed
         self.try_started: float | None = None  # the current try: its start and its process's
         self.last_active: float | None = None  # newest record
+        self.board: dict[str, int] = {}  # the blackboard: each key's newest version (this epoch)
 
     def wire(self, steps: bool = True) -> dict[str, Any]:
         """The run as ``open_run`` sends it: a msgpack-ready dict (see ``run_state``); without
@@ -295,6 +296,8 @@ class JournalState:
             )
         if k in ("budget", "restart", "cancel"):
             return True  # anyone may raise a budget or cancel, even while the run executes
+        if k == "board":  # anyone may write the board: its versions arbitrate
+            return check_board(entry, rec)
         if k == "answer":
             from letitloop.journal._approvals import check_answer
 
@@ -383,7 +386,7 @@ class JournalState:
             entry.last_active = max(entry.last_active or 0.0, rec["ts"])
         if k == "reset":
             entry.busy, entry.try_started, entry.last_active = 0.0, None, None
-            entry.epoch, entry.steps, entry.keys = rec["epoch"], {}, set()
+            entry.epoch, entry.steps, entry.keys, entry.board = rec["epoch"], {}, set(), {}
             entry.status, entry.tries, entry.result, entry.error = "reset", 0, None, None
             entry.current, entry.cost_micros, entry.tokens, entry.saved_micros = None, 0, 0, 0
             return
@@ -407,6 +410,8 @@ class JournalState:
             entry.steps[rec["pos"]]["ans"] = rec
         elif k in ("restart", "wait"):
             pass  # kept as an event for the dashboards
+        elif k == "board":
+            entry.board[rec["key"]] = max(entry.board.get(rec["key"], 0), rec["ver"])
         elif k == "cancel":
             entry.status, entry.current = "cancelled", None
             entry.error = {"type": "letitloop.Cancelled", "message": cancel_message(rec)}

@@ -17,10 +17,17 @@ from letitloop.journal._contract import (
     ApprovalInfo,
     CheckpointRow,
     CheckpointWrite,
+    Encoded,
     Proposal,
     RunDetail,
 )
-from letitloop.journal._records import Record, decide_record, propose_record, uncache_record
+from letitloop.journal._records import (
+    Record,
+    board_record,
+    decide_record,
+    propose_record,
+    uncache_record,
+)
 
 
 class RecordWrites:
@@ -77,6 +84,23 @@ class RecordWrites:
         epoch = self.get_run(run_id).run.epoch
         rec = {"k": "restart", "run": run_id, "epoch": epoch, "by": by, "reason": reason}
         self._append_to_run(run_id, [rec | {"ts": time.time()}])
+
+    # -- the blackboard -----------------------------------------------------------------------
+
+    def board_put(
+        self,
+        run_id: str,
+        epoch: int,
+        key: str,
+        value: Encoded,
+        *,
+        version: int,
+        tags: Sequence[str] = (),
+        pinned: bool = False,
+        by: str,
+    ) -> None:
+        rec = board_record(run_id, epoch, key, version, value, list(tags), pinned, by)
+        self._append_to_run(run_id, [rec])  # (the owner loads the board's run if it must)
 
     # -- LangGraph checkpoints ----------------------------------------------------------------
 

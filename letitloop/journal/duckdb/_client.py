@@ -22,6 +22,7 @@ from letitloop.journal._config import JournalPaths, find_journal
 from letitloop.journal._contract import (
     ApprovalInfo,
     AttemptInfo,
+    BoardView,
     CacheEntry,
     CheckpointRow,
     Encoded,
@@ -316,6 +317,13 @@ class OwnerJournal(OwnerConnection, RecordWrites):
     ) -> list[ApprovalInfo]:
         req = {"op": "approvals", "status": status, "run": run_id, "limit": limit}
         return [approval_row(r) for r in self._call(req)["approvals"]]
+
+    def board(self, run_id: str, *, key: str | None = None, history: bool = False) -> BoardView:
+        req = {"op": "board", "run": run_id, "key": key, "history": history}
+        epoch, rows = self._call(req)["board"]
+        from letitloop.journal._rows import board_view
+
+        return board_view(run_id, epoch, rows)
 
     def rearm_step(self, run_id: str, by: str, step: str | int | None = None) -> None:
         self._call({"op": "rearm", "run": run_id, "step": step, "by": by})

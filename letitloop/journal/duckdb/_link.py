@@ -20,12 +20,14 @@ def raise_error(error: dict[str, Any]) -> None:
     cls = getattr(_errors, str(error.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, LetItLoopError)):
         cls = _errors.JournalError
+    extra = {name: error.get(name) for name in cls.extra_fields}  # the class's own fields
     raise cls(
         str(error.get("message")),
         fix=error.get("fix"),
         run_id=error.get("run_id"),
         step=error.get("step"),
         position=error.get("position"),
+        **extra,
     )
 
 

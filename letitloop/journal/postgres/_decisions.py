@@ -105,7 +105,7 @@ class PgDecisions:
                         {"st": list(statuses), "before": older_than, "ttl": self.ttl},
                     ).fetchall()
                 ]
-                for table in ("steps", "events", "approvals", "runs"):
+                for table in ("steps", "events", "approvals", "board", "runs"):
                     cur.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", [doomed])
                 return len(doomed)
 

@@ -416,11 +416,15 @@ class PgJournal(PgReads, PgDecisions, RecordWrites):
 
     def _fast(self, run_id: object, records: list[Record]) -> bool:
         """Whether records can take the hot path: all of one run this process holds, with its
-        state cached, and none of the journal-wide kinds."""
+        state cached, and none of the journal-wide kinds nor a blackboard write (which others
+        may have written since the state was cached: its versions are checked on a fresh one)."""
         if not isinstance(run_id, str) or run_id not in self._leases or run_id not in self._cache:
             return False
         return all(
-            isinstance(r, dict) and r.get("run") == run_id and r.get("k") not in JOURNAL_KINDS
+            isinstance(r, dict)
+            and r.get("run") == run_id
+            and r.get("k") not in JOURNAL_KINDS
+            and r.get("k") != "board"
             for r in records
         )
 

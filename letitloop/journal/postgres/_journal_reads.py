@@ -9,8 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from letitloop.errors import JournalError
+from letitloop.journal import _rows
 from letitloop.journal._contract import (
     ApprovalInfo,
+    BoardView,
     CacheEntry,
     CheckpointRow,
     Encoded,
@@ -50,6 +52,17 @@ class PgReads:
         if self._held:
             self._flush()  # read your own writes
         return self._run(lambda conn: fn(conn.cursor()))
+
+    def board(self, run_id: str, *, key: str | None = None, history: bool = False) -> BoardView:
+        def read(cur: Any) -> BoardView:
+            row = cur.execute("SELECT epoch FROM runs WHERE run_id = %s", [run_id]).fetchone()
+            if row is None:
+                raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+            params = _rows.board_params(run_id, row[0], key, history)
+            rows = cur.execute(_rows.pg(_rows.BOARD_SELECT), params).fetchall()
+            return _rows.board_view(run_id, row[0], rows)
+
+        return self._read(read)
 
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
         row = self._read(

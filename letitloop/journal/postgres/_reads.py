@@ -53,6 +53,9 @@ _ASKS = (
     f"epoch = {_EPOCH}"
 )
 _KEYS = f"SELECT array_agg(key) FROM events WHERE run_id = %(run)s AND epoch = {_EPOCH}"
+_BOARD = (
+    f"SELECT key, max(version) FROM board WHERE run_id = %(run)s AND epoch = {_EPOCH} GROUP BY key"
+)
 
 
 def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry, dict[str, Any]]:
@@ -73,10 +76,12 @@ def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry,
         steps_cur = conn.cursor().execute(_STEPS, params)
         asks_cur = conn.cursor().execute(_ASKS, params)
         keys_cur = conn.cursor().execute(_KEYS, params)
+        board_cur = conn.cursor().execute(_BOARD, params)
         row = head.fetchone()
         attempts = steps_cur.fetchall()
         asks = {(a[0], a[1]): a[2:] for a in asks_cur.fetchall()}
         keys = keys_cur.fetchone()
+        board = board_cur.fetchall()
     if row is None:
         raise KeyError(run_id)
     wf, key, epoch, status, tries, created, updated, a_codec, args, entry_pt, parent = row[:11]
@@ -112,6 +117,7 @@ def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry,
         if step["status"] == "started" and not step["res"]:
             entry.current = step["name"]
     entry.keys = set(keys[0] or ()) if keys else set()
+    entry.board = {b[0]: b[1] for b in board}
     return entry, {"holder": holder, "token": token, "rev": rev, "alive": bool(alive)}
 
 

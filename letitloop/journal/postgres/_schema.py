@@ -98,6 +98,14 @@ ALTER TABLE runs ADD COLUMN result_shown text;
     ANALYTICS_VIEWS_1,
     # 5: shared rate-limit buckets and the notification outbox (see postgres._limits)
     _limits.MIGRATION,
+    # 6: the runs' blackboards (letitloop.memory): one row per version of a key
+    """
+CREATE TABLE board(
+  run_id text NOT NULL, epoch int NOT NULL, key text NOT NULL, version int NOT NULL,
+  codec text NOT NULL, output bytea NOT NULL, size int NOT NULL, tags text,
+  pinned boolean NOT NULL, written_by text NOT NULL, ts double precision NOT NULL,
+  PRIMARY KEY (run_id, epoch, key, version));
+""",
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises

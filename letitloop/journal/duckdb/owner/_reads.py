@@ -118,6 +118,10 @@ def _read_proposals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[
     return {"proposals": owner.store.proposals(req.get("state"))}
 
 
+def _read_board(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
+    return {"board": owner.store.board(req["run"], req.get("key"), bool(req.get("history")))}
+
+
 def _read_approvals(owner: Owner, req: dict[str, Any], held: list[str]) -> dict[str, Any]:
     rows = owner.store.approvals(req.get("status"), req.get("run"), capped(req, 100)[0])
     return {"approvals": rows}
@@ -165,5 +169,6 @@ READS: dict[str, Callable[[Owner, dict[str, Any], list[str]], dict[str, Any]]] =
     "cache_list": _read_cache_list,
     "proposals": _read_proposals,
     "approvals": _read_approvals,
+    "board": _read_board,
     "checkpoints": _read_checkpoints,
 }

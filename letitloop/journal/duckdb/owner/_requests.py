@@ -84,6 +84,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "cache_list": {"limit": ((_I,), False)},
     "proposals": {"state": (_OPT_S, False)},
     "approvals": {"status": (_OPT_S, False), "run": (_OPT_S, False), "limit": ((_I,), False)},
+    "board": {"run": ((_S,), True), "key": (_OPT_S, False), "history": ((_B,), False)},
     "quarantine": {"action": (_OPT_S, False), "lsn": (_OPT_I, False)},
     "limit": {
         "act": ((_S,), True),  # take | adjust | block (journal._limits bounds every value)

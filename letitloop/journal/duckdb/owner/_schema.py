@@ -7,6 +7,7 @@ Tables are projections a person can query with ``lil journal sql``:
     steps(run_id, epoch, position, attempt, kind, name, fingerprint, status, started, ended,
           codec, output, size, error, next_position, resolution, resolved_by)
     events(seq, key, run_id, kind, epoch, position, attempt, name, ts, data)
+    board(run_id, epoch, key, version, codec, output, size, tags, pinned, written_by, ts)
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS busy DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS try_started DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_active DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS result_shown VARCHAR;
+CREATE TABLE IF NOT EXISTS board(
+  run_id VARCHAR NOT NULL, epoch INTEGER NOT NULL, key VARCHAR NOT NULL, version INTEGER NOT NULL,
+  codec VARCHAR NOT NULL, output BLOB NOT NULL, size INTEGER NOT NULL, tags JSON,
+  pinned BOOLEAN NOT NULL, written_by VARCHAR NOT NULL, ts DOUBLE NOT NULL,
+  PRIMARY KEY (run_id, epoch, key, version));
 """
 # the tables with their epoch-seconds columns as TIMESTAMP WITH TIME ZONE, for SQL on times
 # (``WHERE created > now() - INTERVAL 1 DAY``); rebuilt on open so they follow added columns
@@ -78,6 +84,7 @@ TIME_VIEWS = {
     "approvals": ("created", "deadline", "decided_at"),
     "proposals": ("created", "decided_at"),
     "cache": ("created", "expires"),
+    "board": ("ts",),
 }
 VIEWS = "".join(
     f"CREATE OR REPLACE VIEW v_{table} AS SELECT * REPLACE ("

@@ -143,6 +143,7 @@ def entry_from(data: dict[str, Any]) -> RunEntry:
     if entry.status == "running":  # this owner does not know whether its starter still runs it
         entry.orphan_of = entry.started_by
     entry.keys = set(data["keys"])
+    entry.board = dict(data.get("board") or {})  # (a snapshot of an older owner has none)
     for step in data["steps"]:
         step["wire"] = [step.get(f) for f in _WIRE_FIELDS]
         entry.steps[step["pos"]] = step

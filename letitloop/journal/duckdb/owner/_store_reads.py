@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from letitloop.errors import JournalError
+from letitloop.journal import _rows
 from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
 from letitloop.journal._preview import preview
 from letitloop.journal.duckdb.owner._checkpoint_store import CheckpointStore
@@ -52,6 +53,10 @@ class StoreReads:
         keys = self.db.execute(
             "SELECT key FROM events WHERE run_id = ? AND epoch = ?", [run_id, epoch]
         ).fetchall()
+        board = self.db.execute(
+            "SELECT key, max(version) FROM board WHERE run_id = ? AND epoch = ? GROUP BY key",
+            [run_id, epoch],
+        ).fetchall()
         asks = {
             (r[0], r[-1]): r[1:]
             for r in self.db.execute(
@@ -82,6 +87,7 @@ class StoreReads:
             if b_micros is not None or b_tokens is not None
             else None,
             "keys": [k[0] for k in keys],
+            "board": {b[0]: b[1] for b in board},
             "steps": [
                 {
                     "pos": s[0],
@@ -102,6 +108,16 @@ class StoreReads:
                 for s in steps
             ],
         }
+
+    def board(self, run_id: str, key: str | None, history: bool) -> list[Any]:
+        """[epoch, rows] of the run's blackboard (``journal._rows.BOARD_SELECT``)."""
+        row = self.db.execute("SELECT epoch FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if row is None:
+            raise JournalError(f"no run {run_id!r} in this journal", run_id=run_id)
+        rows = self.db.execute(
+            _rows.BOARD_SELECT, _rows.board_params(run_id, row[0], key, history)
+        ).fetchall()
+        return [row[0], [list(r) for r in rows]]
 
     def approvals(self, status: str | None, run_id: str | None, limit: int) -> list[list[Any]]:
         rows = self.db.execute(
@@ -270,7 +286,7 @@ class StoreReads:
         ]
         if doomed:
             self.db.execute("BEGIN")
-            for table in ("steps", "events", "approvals", "runs"):
+            for table in ("steps", "events", "approvals", "board", "runs"):
                 self.db.execute(f"DELETE FROM {table} WHERE list_contains(?, run_id)", [doomed])
             self.db.execute("COMMIT")
         return doomed
