@@ -38,6 +38,7 @@ _EXPORTS = {
     "BudgetExceeded": "letitloop.errors",
     "Suspended": "letitloop.errors",
     "ApprovalPending": "letitloop.errors",
+    "blackboard": "letitloop.memory._board",
     "approval": "letitloop.kernel._human",
     "async_approval": "letitloop.kernel._human",
     "suspend": "letitloop.kernel._human",
@@ -114,6 +115,9 @@ if TYPE_CHECKING:
     )
     from letitloop.kernel._supervise import (
         supervise as supervise,
+    )
+    from letitloop.memory._board import (
+        blackboard as blackboard,
     )
     from letitloop.notebook_ext import (
         load_ipython_extension as load_ipython_extension,

@@ -54,6 +54,7 @@ class RunContext:
         self.codec = codec
         self.state = state
         self.run_id = state.run_id
+        self.root = state.run_id  # the top of its call tree, whose blackboard it shares
         self.epoch = state.epoch
         self.recorded = state.steps
         self.floor: dict[int, int] = {}  # position -> attempt superseded there (rerun above it)

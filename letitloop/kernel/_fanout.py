@@ -71,6 +71,7 @@ class ItemCall:
     fn: Callable[..., Any]
     item: Any
     policies: tuple[tuple[str, Any], ...]
+    root: str | None = None  # the top run of the parent's call tree (whose blackboard it shares)
 
     @property
     def run_id(self) -> str:
@@ -92,6 +93,7 @@ class ItemCall:
         # the item's step is durable before its run's completion is written: the completion
         # need not be waited for (a crash before it lands leaves a run whose replay completes)
         inv.lazy_done = True
+        inv.root = self.root
         _spent.cost = (0, 0)
         value = _run_sync(inv, self.parent)
         return ItemOutcome(value, *_spent.cost)
@@ -225,6 +227,7 @@ def _fan_out(
             fn=fn,
             item=v,
             policies=tuple(sorted(policies.items())),
+            root=ctx.root,
         )
         for i, v in enumerate(values)
     ]

@@ -112,6 +112,7 @@ class _Invocation:
     #: journal the run's ``done`` record without waiting for it to be durable: only for runs
     #: whose last step holds the result (``step.map`` items), which a replay completes again
     lazy_done = False
+    root: str | None = None  # the top run of a child started in another process (its board)
 
     def __init__(
         self,
@@ -162,9 +163,13 @@ class _Invocation:
             return _Done(self.codec.decode(*state.result, what=f"result of run {self.run_id}"))
         budget = self.opts.budget
         limits = (budget.usd_micros, budget.tokens) if budget else None
-        return RunContext(
+        ctx = RunContext(
             self.journal, self.codec, state, self.opts.step_defaults(), limits, self.opts.on_change
         )
+        outer = current_run.get()  # a child shares the blackboard of its call tree's top run
+        inherited = outer.root if outer is not None and outer.run_id == parent else parent
+        ctx.root = self.root or inherited or self.run_id
+        return ctx
 
     def _check_fixed_run(self) -> None:
         """A fixed run id names one call: before anything is written, refuse a call whose run
