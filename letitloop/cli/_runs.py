@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from letitloop.cli import _output as out
+from letitloop.cli._board import show_board
 from letitloop.cli._shared import (
     HUGE,
     Duration,
@@ -181,6 +182,7 @@ def show_view(view: RunView, with_traceback: bool = False) -> None:
         out.say("no steps journaled in this epoch yet")
     if view.result is not None:
         out.say(out.text("result:", "bold"), out.text(view.result))
+    show_board(view)
     for m in view.maps:
         out.say("")
         out.say(out.text(f"map {m.name!r} at position {m.position}:", "bold"), m.summary())

@@ -8,7 +8,8 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
 
     runs        RunSummary, StepSummary, summarize, summary_of, list_summaries, steps_of,
                 actions_for, attempt_seconds, latest_attempts, ACTIONS, STATUSES
-    one run     RunView, run_view, view_of, result_preview
+    one run     RunView, run_view, view_of, result_preview; its blackboard: BoardKey, board_keys,
+                Conversation, Turn, conversations, turn_line
     effects     Doubt, in_doubt, doubts, doubts_of
     cells       which run a %%durable cell continues: notebook_identity, path_key, claim,
                 remembered_claim, owner_of, Claim, and its badge
@@ -60,6 +61,19 @@ _EXPORTS = {
     **dict.fromkeys(
         ("RunView", "run_view", "view_of", "result_preview", "view_json"),
         "letitloop.operate._view",
+    ),
+    **dict.fromkeys(
+        (
+            "BoardKey",
+            "Conversation",
+            "Turn",
+            "board_keys",
+            "conversations",
+            "board_key_json",
+            "conversation_json",
+            "turn_line",
+        ),
+        "letitloop.operate._board",
     ),
     **dict.fromkeys(
         ("Doubt", "in_doubt", "doubts", "doubts_of", "doubt_json"), "letitloop.operate._effects"
@@ -170,6 +184,16 @@ if TYPE_CHECKING:
         resume_command as resume_command,
         retry_dead_letter as retry_dead_letter,
         start_resume as start_resume,
+    )
+    from letitloop.operate._board import (
+        BoardKey as BoardKey,
+        Conversation as Conversation,
+        Turn as Turn,
+        board_key_json as board_key_json,
+        board_keys as board_keys,
+        conversation_json as conversation_json,
+        conversations as conversations,
+        turn_line as turn_line,
     )
     from letitloop.operate._cells import (
         Claim as Claim,

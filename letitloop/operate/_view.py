@@ -2,13 +2,22 @@
 approvals it waits for, its side effects in doubt and its ``step.map`` items.
 
 ``lil runs show``, lil-tui's run screen, the lab's run panel, the notebook's inspector and the
-language server's hovers read a run through ``run_view``, so they agree on every number.
+language server's hovers read a run through ``run_view``, so they agree on every number. Its
+blackboard comes with it: keys at their newest versions, and agents' threads as conversations.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from letitloop.operate._board import (
+    BoardKey,
+    Conversation,
+    board_key_json,
+    board_keys,
+    conversation_json,
+    conversations,
+)
 from letitloop.operate._effects import Doubt, doubt_json, doubts_of
 from letitloop.operate._runs import (
     HUGE,
@@ -40,6 +49,8 @@ class RunView(NamedTuple):
     approvals: list[ApprovalInfo]  # pending, oldest first
     doubts: list[Doubt]
     maps: list[MapItems]
+    board: tuple[BoardKey, ...] = ()  # its blackboard, each key at its newest version
+    conversations: tuple[Conversation, ...] = ()  # the agents' threads on its blackboard
 
 
 def result_preview(detail: RunDetail, limit: int = MAX_RESULT) -> str | None:
@@ -58,6 +69,7 @@ def view_of(journal: Journal, detail: RunDetail) -> RunView:
 
     run_id = detail.run.run_id
     pending = journal.approvals(status="pending", run_id=run_id, limit=HUGE)
+    board = journal.board(run_id, history=True)
     return RunView(
         run=summary_of(journal, detail),
         steps=steps_of(detail),
@@ -68,6 +80,8 @@ def view_of(journal: Journal, detail: RunDetail) -> RunView:
         approvals=sorted(pending, key=lambda a: (a.created, a.id)),
         doubts=doubts_of(detail),
         maps=map_items(journal, detail),
+        board=tuple(board_keys(board)),
+        conversations=tuple(conversations(board)),
     )
 
 
@@ -87,4 +101,6 @@ def view_json(v: RunView) -> dict[str, Any]:
         "approvals": [approval_json(a) for a in v.approvals],
         "effects": [doubt_json(d) for d in v.doubts],
         "maps": [map_json(m) for m in v.maps],
+        "board": [board_key_json(k) for k in v.board],
+        "conversations": [conversation_json(c) for c in v.conversations],
     }

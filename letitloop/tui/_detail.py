@@ -22,6 +22,7 @@ from letitloop.journal._fork import origin_of
 from letitloop.journal._maps import MapItems
 from letitloop.journal._preview import human_times
 from letitloop.tui import _actions
+from letitloop.tui._board import board_section
 from letitloop.tui._events import describe
 from letitloop.tui._model import (
     DetailView,
@@ -72,6 +73,7 @@ class DetailScreen(RunActions, JournalScreen):
         self._shown_steps: list[Any] = []
         self._shown_events = 0
         self._names: dict[int, str] = {}  # step names by position, for decision events
+        self.board: RenderableType | None = None  # its blackboard and conversations
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -99,6 +101,7 @@ class DetailScreen(RunActions, JournalScreen):
     # data -------------------------------------------------------------------------------------
 
     def fetch(self) -> DetailView:
+        self.board = board_section(self.model.journal, self.run_id)
         return self.model.detail(self.run_id)
 
     def show(self, data: DetailView) -> None:
@@ -220,7 +223,8 @@ class DetailScreen(RunActions, JournalScreen):
         pane = self.query_one("#attempt", Static)
         if self.view is None or self.selected_position not in self.view.attempts:
             result = self.view.result if self.view else None
-            pane.update(Syntax(result, "json") if result else Text("no steps yet", "dim"))
+            shown = Syntax(result, "json") if result else Text("no steps yet", "dim")
+            pane.update(Group(shown, self.board) if self.board is not None else shown)
             return
         parts: list[RenderableType] = []
         tries = sorted(self.view.attempts[self.selected_position], key=lambda a: a.attempt)
@@ -251,6 +255,8 @@ class DetailScreen(RunActions, JournalScreen):
         if self.view.result is not None:
             parts.append(Text("\nrun result", "bold"))
             parts.append(Syntax(truncate(self.view.result), "json"))
+        if self.board is not None:
+            parts.append(self.board)
         pane.update(Group(*parts))
 
     @staticmethod
