@@ -84,8 +84,8 @@ class Blackboard:
         key: str,
         value: Any,
         *,
-        tags: Iterable[str] = (),
-        pinned: bool = False,
+        tags: Iterable[str] | None = None,
+        pinned: bool | None = None,
         expect: int | None = None,
     ) -> Entry:
         """Write ``value`` as the next version of ``key`` and return the entry written.
@@ -93,16 +93,16 @@ class Blackboard:
         ``expect=version`` writes only if the key is still at that version (0: the key is new),
         else raises ``BoardConflictError`` naming the version found: read it again and decide.
         ``pinned=True`` entries are never dropped from assembled context; ``tags`` group
-        entries for ``find`` and context sources."""
+        entries for ``find`` and context sources; left out, both are the key's current ones."""
         _check_key(key)
-        tags = tuple(tags)
+        listed = None if tags is None else list(tags)
         if expect is not None and (type(expect) is not int or expect < 0):
             raise ConfigError(
                 f"expect={expect!r} is not a version",
                 fix="pass the version you read (entry.version), or 0 for a key not written yet",
             )
         written: Entry = self._journaled(
-            f"board.put {key}", self._put, key, value, list(tags), pinned, expect
+            f"board.put {key}", self._put, key, value, listed, pinned, expect
         )
         return written
 
@@ -136,8 +136,8 @@ class Blackboard:
         writer: str | None,
         key: str,
         value: Any,
-        tags: list[str],
-        pinned: bool,
+        tags: list[str] | None,
+        pinned: bool | None,
         expect: int | None,
     ) -> Entry:
         by = writer or _outside_writer()
@@ -150,9 +150,12 @@ class Blackboard:
         encoded = self.codec.encode(value, what=f"blackboard value {key!r}", run_id=self.run_id)
         for _ in range(BLIND_TRIES):
             view = self.journal.board(self.run_id, key=key)
-            head = view.entries[-1].version if view.entries else 0
+            last = view.entries[-1] if view.entries else None
+            head = last.version if last is not None else 0
             if expect is not None and head != expect:
                 raise _conflict(self.run_id, key, expect, head)
+            now_tags = tags if tags is not None else list(last.tags if last else ())
+            now_pinned = pinned if pinned is not None else bool(last and last.pinned)
             try:
                 self.journal.board_put(
                     self.run_id,
@@ -160,15 +163,15 @@ class Blackboard:
                     key,
                     encoded,
                     version=head + 1,
-                    tags=tags,
-                    pinned=pinned,
+                    tags=now_tags,
+                    pinned=now_pinned,
                     by=by,
                 )
             except BoardConflictError:
                 if expect is not None:
                     raise
                 continue  # someone wrote between the read and the write: the next version
-            return Entry(key, head + 1, value, tuple(tags), pinned, by, time.time())
+            return Entry(key, head + 1, value, tuple(now_tags), now_pinned, by, time.time())
         raise _conflict(self.run_id, key, head, head + 1)
 
     def _read(

@@ -21,7 +21,8 @@ def test_the_front_page_links_the_cookbook_and_the_index_lists_every_example() -
     index = (EXAMPLES / "README.md").read_text()
     listed = set(re.findall(r"\]\(([\w-]+)/README\.md\)", index))
     assert listed == set(FOLDERS)
-    assert len(FOLDERS) >= 11  # the nine of issue 29, the fourth being three frameworks
+    assert len(FOLDERS) >= 12  # the nine of issue 29 (the fourth three frameworks), and memory
+    assert "agent_memory" in listed  # issue 33
 
 
 @pytest.mark.parametrize("folder", FOLDERS)

@@ -67,7 +67,7 @@ def test_board_calls_are_steps_that_replay_and_children_share_the_board(
     assert steps[:3] == ["board.put plan", "board.put plan", "board.put plan"]
     entries = journal.board("parent:r").entries
     assert [(e.key, e.version, e.pinned) for e in entries] == [
-        ("plan", 2, False),
+        ("plan", 2, True),  # the pinned flag (and tags) stay with the key
         ("part/1", 1, False),
         ("part/2", 1, False),
     ]
