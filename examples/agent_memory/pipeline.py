@@ -40,8 +40,10 @@ def reply(prompt: str) -> str:
     if role == "writer":
         return "Draft 1: otters hold hands while they sleep and crack urchins on rocks."
     if role == "critic":
-        return "APPROVE: warm, short, surprising." if "densest" in seen else (
-            "Too plain: add one surprising fact."
+        return (
+            "APPROVE: warm, short, surprising."
+            if "densest" in seen
+            else ("Too plain: add one surprising fact.")
         )
     return "Earlier: the writer drafted; the critic asked for one surprising fact."  # summarizer
 
@@ -61,8 +63,8 @@ def ask(role: str, messages: list[dict[str, str]]) -> str:
         crash_here("research")
     if role == "critic" and sum(call.startswith("critic") for call in llm.calls) == 1:
         crash_here("critique")
-    prompt = role + "\n" + "\n".join(f"{m.get('name', m['role'])}: {m['content']}" for m in messages)
-    return llm.complete(prompt).text
+    lines = [f"{m.get('name', m['role'])}: {m['content']}" for m in messages]
+    return llm.complete("\n".join([role, *lines])).text
 
 
 def summarize(prompt: str) -> str:
