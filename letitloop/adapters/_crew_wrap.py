@@ -50,6 +50,7 @@ class Guard:
     def __init__(self) -> None:
         self.stop: BaseException | None = None
         self.llms: list[Any] = []  # the journaled models, in the order they were found
+        self.board = False  # durable_crew(board=True): each task's output goes on the board
 
     def usage(self) -> list[dict[str, int]]:
         """Each journaled model's token counters now."""
@@ -221,6 +222,11 @@ def journal_task(task: Any, guard: Guard, label: str) -> None:
         except Exception as exc:
             guard.note(exc)
             raise
+        if guard.board:  # (a replayed task too: its put then replays at the same position)
+            from letitloop.memory import blackboard
+
+            raw = data["output"]["fields"].get("raw")
+            blackboard().put(f"task/{label}", raw, tags=["crewai", "task"])
         if produced:
             return produced[0]
         out = load_task_output(data["output"])  # replayed: the task's agent did not run

@@ -85,6 +85,7 @@ class DurableTeam:
         run_id: str,
         journal: Any = None,
         name: str | None = None,
+        board: bool = False,
         **options: Any,
     ) -> None:
         if not run_id or not isinstance(run_id, str):
@@ -101,6 +102,7 @@ class DurableTeam:
         self.run_id = run_id
         self.name = name or str(getattr(team_or_agent, "name", None) or "team")
         self.workflow = f"autogen:{self.name}"
+        self.board = board  # each message of the team a turn of the thread <name> on the board
         self._factory: MessageFactory = getattr(team_or_agent, "_message_factory", None) or (
             MessageFactory()
         )
@@ -187,12 +189,24 @@ class DurableTeam:
                 raise
             run.check()
             assert result is not None, "AgentChat's run_stream ended without a TaskResult"
+            if self.board:
+                self._to_thread(result)
             return {
                 "messages": [dict(m.dump()) for m in result.messages],
                 "stop_reason": result.stop_reason,
             }
         finally:
             RUN.reset(token)
+
+    def _to_thread(self, result: TaskResult) -> None:
+        """The team's messages as the turns of its thread (journaled board writes, after the
+        conversation: a resumed run replays them at the same positions)."""
+        from letitloop.memory import agents
+
+        thread = agents.thread(self.name)
+        for m in result.messages:
+            role = "user" if m.source == "user" else "assistant"
+            thread.say(m.source, m.to_text(), role=role)
 
     def _result(self, data: dict[str, Any]) -> TaskResult:
         messages = [self._factory.create(m) for m in data["messages"]]
@@ -259,6 +273,7 @@ def durable_team(
     run_id: str,
     journal: Any = None,
     name: str | None = None,
+    board: bool = False,
     **options: Any,
 ) -> DurableTeam:
     """Wrap an AgentChat team or agent so ``await team.run(task=...)`` resumes after a crash.
@@ -266,9 +281,14 @@ def durable_team(
     ``run_id`` names the conversation (the same id resumes it); ``journal`` is a path or
     journal object (default: found as usual); ``name`` names the workflow ``autogen:NAME``
     (default: the team's or agent's name). The other keywords are ``@durable``'s (``budget=``,
-    ``retry=``, ``timeout=``, ``lock_timeout=``, ``on_change=``...), applied to the run.
+    ``retry=``, ``timeout=``, ``lock_timeout=``, ``on_change=``...), applied to the run. With
+    ``board=True`` the team's messages become the turns of the blackboard thread ``NAME``
+    (``letitloop.memory``: ``lil runs show`` shows it as a conversation); tools may use
+    ``blackboard()`` anyway (a tool call is a child run: it writes the team's board).
     """
-    return DurableTeam(team_or_agent, run_id=run_id, journal=journal, name=name, **options)
+    return DurableTeam(
+        team_or_agent, run_id=run_id, journal=journal, name=name, board=board, **options
+    )
 
 
 class AutoGenStateSerializer:

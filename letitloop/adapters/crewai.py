@@ -198,6 +198,7 @@ def durable_crew(
     run_id: str | None = None,
     journal: Journal = None,
     name: str | None = None,
+    board: bool = False,
     **options: Any,
 ) -> Any:
     """Make a CrewAI ``Crew`` (a ``DurableCrew``) or ``Flow`` (a ``DurableFlow``) resumable.
@@ -205,10 +206,16 @@ def durable_crew(
     ``run_id`` names the run (the same id resumes it; default: keyed by the kickoff's inputs),
     ``journal`` is a journal object or path (default: found as usual), ``name`` the workflow
     shown as ``crewai:<name>`` (default: the crew's or flow's name). The other keywords are
-    ``@durable``'s (``budget=``, ``retry=``, ``timeout=``, ``lock_timeout=``...).
+    ``@durable``'s (``budget=``, ``retry=``, ``timeout=``, ``lock_timeout=``...). With
+    ``board=True`` each finished task's output is put on the run's blackboard as
+    ``task/<name>`` (``letitloop.memory``); tools and flow methods use ``blackboard()`` anyway.
     """
     if isinstance(crew_or_flow, Crew):
-        return DurableCrew(crew_or_flow, run_id=run_id, journal=journal, name=name, **options)
+        durable_one = DurableCrew(
+            crew_or_flow, run_id=run_id, journal=journal, name=name, **options
+        )
+        durable_one.guard.board = board
+        return durable_one
     if isinstance(crew_or_flow, Flow):
         return DurableFlow(crew_or_flow, run_id=run_id, journal=journal, name=name, **options)
     raise ConfigError(

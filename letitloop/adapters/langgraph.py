@@ -50,7 +50,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         fix="pip install 'letitloop[langgraph]'",
     ) from exc
 
-__all__ = ["AsyncLetItLoopCheckpointSaver", "LetItLoopCheckpointSaver", "thread_status"]
+__all__ = [
+    "AsyncLetItLoopCheckpointSaver",
+    "LetItLoopCheckpointSaver",
+    "board_for",
+    "thread_status",
+]
 PAGE = 64  # checkpoints per journal call when listing one thread
 # how long a task's plain writes wait for the next checkpoint to carry them to the journal (one
 # round trip and one fsync per node instead of two); LangGraph never waits for them before that
@@ -484,3 +489,45 @@ def _list_query(
 
 def _type_name(value: object) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def board_for(config: RunnableConfig, journal: Any = None) -> Any:
+    """The blackboard (``letitloop.memory``) of a graph thread, for a node that takes
+    ``config``: ``board = board_for(config); board.put("draft", text)``.
+
+    It is the board of the run ``langgraph-board:<thread_id>`` (made on first use, in the
+    saver's journal, else ``journal`` or the journal found as usual). Its writes are keyed by
+    the node's task: a node LangGraph runs again after a crash (the same task) writes each of
+    its puts once. Call it once per node execution."""
+    from letitloop.errors import JournalError
+    from letitloop.journal import open_journal
+    from letitloop.memory import blackboard
+
+    conf = config.get("configurable") or {}
+    thread = conf.get("thread_id")
+    if not thread:
+        raise ConfigError(
+            "board_for(config) needs the thread's config (configurable.thread_id)",
+            fix="take config in the node (def node(state, config)) and pass it on",
+        )
+    saver = conf.get("__pregel_checkpointer")
+    if journal is None and isinstance(saver, LetItLoopCheckpointSaver):
+        journal = saver.journal
+    journal = (
+        open_journal(journal)
+        if journal is None or isinstance(journal, (str, os.PathLike))
+        else journal
+    )
+    run_id = f"langgraph-board:{thread}"
+    try:
+        journal.board(run_id)
+    except JournalError:  # the thread's first use of a board: a finished run holds it
+        state = journal.open_run(
+            run_id=run_id, workflow="langgraph-board", key=str(thread), lock_timeout=10
+        )
+        if state.status != "completed":
+            done = {"k": "done", "run": run_id, "epoch": state.epoch, "codec": "json"}
+            journal.append([done | {"out": b"null", "ts": time.time()}])
+        journal.release_run(run_id)
+    task = conf.get("__pregel_task_id") or conf.get("checkpoint_id") or "graph"
+    return blackboard(run_id, journal=journal, writer=f"langgraph:{thread}/{task}")

@@ -69,10 +69,16 @@ class Entry:
 class Blackboard:
     """The blackboard of run ``run_id`` (see the module docstring)."""
 
-    def __init__(self, run_id: str, journal: Journal, codec: Codec) -> None:
+    def __init__(
+        self, run_id: str, journal: Journal, codec: Codec, writer: str | None = None
+    ) -> None:
         self.run_id = run_id
         self.journal = journal
         self.codec = codec
+        # outside a run: who writes, stable across a re-execution (a graph's task), so the
+        # n-th put of this object is written once however often the code runs again
+        self.writer = writer
+        self._puts = 0
 
     def __repr__(self) -> str:
         return f"<blackboard of run {self.run_id}>"
@@ -140,13 +146,18 @@ class Blackboard:
         pinned: bool | None,
         expect: int | None,
     ) -> Entry:
+        if writer is None and self.writer is not None:
+            self._puts += 1
+            writer = f"{self.writer}#{self._puts}"
+            found = self._written_by(key, writer)
+            if found is not None:
+                return found
         by = writer or _outside_writer()
-        if writer is not None and current_step().attempt > 1:
+        if current_run.get() is not None and current_step().attempt > 1:
             # an earlier attempt of this very step may have written before its process died
-            mine = [e for e in self.journal.board(self.run_id, key=key, history=True).entries]
-            for entry in mine:
-                if entry.by == by:
-                    return self._entry(entry)
+            found = self._written_by(key, by)
+            if found is not None:
+                return found
         encoded = self.codec.encode(value, what=f"blackboard value {key!r}", run_id=self.run_id)
         for _ in range(BLIND_TRIES):
             view = self.journal.board(self.run_id, key=key)
@@ -173,6 +184,12 @@ class Blackboard:
                 continue  # someone wrote between the read and the write: the next version
             return Entry(key, head + 1, value, tuple(now_tags), now_pinned, by, time.time())
         raise _conflict(self.run_id, key, head, head + 1)
+
+    def _written_by(self, key: str, by: str) -> Entry | None:
+        for entry in self.journal.board(self.run_id, key=key, history=True).entries:
+            if entry.by == by:
+                return self._entry(entry)
+        return None
 
     def _read(
         self, writer: str | None, key: str | None, history: bool, tag: str | None
@@ -228,11 +245,15 @@ def _conflict(run_id: str, key: str, expected: int, current: int) -> BoardConfli
     )
 
 
-def blackboard(run_id: str | None = None, *, journal: Any = None) -> Blackboard:
+def blackboard(
+    run_id: str | None = None, *, journal: Any = None, writer: str | None = None
+) -> Blackboard:
     """The blackboard of the durable run being executed (the top run of its call tree, so
     child runs share it), or of run ``run_id`` (from anywhere: a script, a test, a tool).
 
-    Inside a durable run every call on it is a journaled step: replayed, never repeated."""
+    Inside a durable run every call on it is a journaled step: replayed, never repeated.
+    Outside one, ``writer=`` names the code writing, stable when it runs again (a graph node's
+    task): its n-th ``put`` is then written once, however often the code re-executes."""
     ctx = current_run.get()
     if run_id is None:
         if ctx is None:
@@ -245,7 +266,7 @@ def blackboard(run_id: str | None = None, *, journal: Any = None) -> Blackboard:
     if journal is None and ctx is not None:
         return Blackboard(run_id, ctx.journal, ctx.codec)
     found = resolve_journal(journal)
-    return Blackboard(found.find_run(run_id), found, codec_for(found))
+    return Blackboard(found.find_run(run_id), found, codec_for(found), writer)
 
 
 def entries_of(entries: Sequence[Entry], tag: str) -> list[Entry]:

@@ -315,3 +315,19 @@ def test_lil_runs_resume_continues_a_team_run_inside_a_durable_workflow(out: Pat
     assert "essay-flow:flow completed" in proc.stdout
     assert "writer:draft 2" in proc.stdout and "critic:APPROVE" in proc.stdout
     assert len(lines(out / "calls")) == 4 + 1  # two replayed, the killed one again, one more
+
+
+def test_the_team_talks_on_a_blackboard_thread_and_its_tools_write_the_board(
+    out: Path, baseline: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """durable_team(board=True): the team's messages are the turns of the thread "team" and a
+    tool (a child run) writes the team's board; killed in the 3rd model call and called again,
+    each is written once, and lil runs show has the conversation."""
+    monkeypatch.setenv("AUTOGEN_BOARD", "1")
+    killed(out, "team", "3")
+    result = finish(out, "team")
+    assert result == baseline["team"]["result"]
+    shown = lil_json(out, "runs", "show", "autogen:RoundRobinGroupChat:essay")
+    turns = [(t["agent"], t["text"]) for t in shown["conversations"][0]["turns"]]
+    assert turns == [(m[1], m[2]) for m in result["messages"]]
+    assert [(k["key"], k["version"]) for k in shown["board"]][:1] == [("mail", 1)]

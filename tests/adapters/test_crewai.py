@@ -331,3 +331,18 @@ def test_a_failed_step_runs_again_once_its_nested_marker_is_resolved() -> None:
         task()
     assert task() == "sent"  # not the journaled ConnectionError: the step ran again
     assert effects == ["sent"]  # reconcile said the effect happened: not repeated
+
+
+def test_task_outputs_go_on_the_blackboard_once_across_a_kill(pipelines: Any) -> None:
+    """durable_crew(board=True): each finished task's output is the board's task/<name>; the
+    run killed in the writer's model call and kicked off again writes each one once."""
+    p = pipelines("crew")
+    p.killed("4", "--board")
+    result = p.result("--board")
+    assert result["board"] == [
+        ["task/research", 1, "otters hold hands while asleep"],
+        ["task/write", 1, result["raw"]],
+    ]
+    assert len(p.lines("calls")) == len(CREW_CALLS) + 1
+    shown = p.shown()
+    assert [k["key"] for k in shown["board"]] == ["task/research", "task/write"]

@@ -45,6 +45,7 @@ INFO = {
     "structured_output": False,
 }
 calls_here = 0
+BOARD = os.environ.get("AUTOGEN_BOARD") == "1"  # durable_team(board=True), the tool on the board
 
 
 def note(name: str, line: str) -> None:
@@ -78,6 +79,10 @@ def send_email(to: str) -> str:
     """Send the draft (a side effect that must happen once): a sync tool, run on a thread."""
     if KILL == "approve" and not approval("send_email", {"to": to}, wait=False).approved:
         return "not sent"
+    if BOARD:
+        from letitloop.memory import blackboard
+
+        blackboard().put("mail", {"to": to}, tags=["sent"])  # the team's board (a child run)
     with atomic_marker("send_email") as first:
         if first:
             note("sent", to)
@@ -128,7 +133,9 @@ def build() -> Any:
         termination_condition=TextMentionTermination("APPROVE") | MaxMessageTermination(12),
     )
     budget = Budget(tokens=30) if KILL == "budget" else None
-    return durable_team(team, run_id="essay", journal=str(OUT / "journal"), budget=budget)
+    return durable_team(
+        team, run_id="essay", journal=str(OUT / "journal"), budget=budget, board=BOARD
+    )
 
 
 async def main() -> None:

@@ -37,6 +37,7 @@ KILL_AT = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 0
 KILL_IN_TOOL = "--kill-in-tool" in sys.argv
 ASK_FIRST = "--approval" in sys.argv  # send_note asks a person first (and does not wait)
 TOKENS = int(sys.argv[sys.argv.index("--tokens") + 1]) if "--tokens" in sys.argv else None
+BOARD = "--board" in sys.argv  # durable_crew(board=True): the tasks' outputs on the blackboard
 
 SCRIPT = {  # ReAct text: CrewAI's format for a model without function calling
     "research": [
@@ -161,7 +162,7 @@ def main() -> None:
     llm = Scripted(model="scripted-1")
     if MODE == "crew":
         budget = Budget(tokens=TOKENS) if TOKENS is not None else None
-        crew = durable_crew(make_crew(llm), run_id="otters", budget=budget)
+        crew = durable_crew(make_crew(llm), run_id="otters", budget=budget, board=BOARD)
         try:
             out = crew.kickoff(inputs={"reader": "Ada"})
         except Suspended as exc:
@@ -173,6 +174,11 @@ def main() -> None:
             "task_outputs": [t.output.raw if t.output else None for t in crew.crew.tasks],
             "tokens": out.token_usage.prompt_tokens,
         }
+        if BOARD:
+            from letitloop.memory import blackboard
+
+            entries = blackboard("crewai:crew:otters").find(tag="crewai")
+            result["board"] = [[e.key, e.version, e.value] for e in entries]
     else:
         flow = OtterFlow()
         flow.model = llm
