@@ -74,10 +74,13 @@ class Thread:
 
 
 def handoff(
-    *, to: str, note: str, by: str = "", thread: Thread | None = None, board: Any = None
+    *, to: str, note: str, by: str = "", thread: Thread | str | None = None, board: Any = None
 ) -> Entry:
     """Hand the work to role ``to``: ``note`` pinned on the blackboard as ``handoff/<to>``
-    (context assembly never drops it), and said in ``thread`` if one is given."""
+    (context assembly never drops it), and said in ``thread`` (a Thread, or its name) if one is
+    given."""
+    if isinstance(thread, str):
+        thread = Thread(thread, board)
     target = thread.board if thread is not None else (board or blackboard())
     entry = target.put(
         HANDOFF_PREFIX + to,

@@ -161,6 +161,29 @@ def test_approving_from_the_inbox_unblocks_a_waiting_script(
     page.screenshot(path=str(IMG / "lab-run-view.png"))
 
 
+def test_a_run_view_shows_its_blackboard_and_conversation(page: Any, lab: dict[str, Any]) -> None:
+    """The lab's run view draws the board by key and version and the agents' thread as a
+    conversation, from the run view every surface reads (operate.view_json)."""
+    from tests.jupyter.conftest import run_workflow
+
+    run_workflow(lab["journal"], "board")
+    open_sidebar(page)
+    page.locator("#letitloop-sidebar .lil-run[data-run-id='team.write:w1']").click()
+    view = page.locator(".lil-run-view").last
+    view.locator(".lil-board").wait_for(timeout=10_000)
+    rows = {
+        r.locator(".lil-board-name").inner_text(): r.locator(".lil-board-version").inner_text()
+        for r in view.locator(".lil-board-key").all()
+    }
+    assert rows["📌 plan"] == "v1" and rows["draft"] == "v2", rows
+    assert "second try" in view.locator(".lil-board").inner_text()
+    turns = view.locator(".lil-conversation .lil-turn").all_inner_texts()
+    assert turns[0] == "writer: here is the draft", turns
+    assert any(t.startswith("writer → critic: ") and "check the facts" in t for t in turns), turns
+    view.locator(".lil-board").scroll_into_view_if_needed()
+    page.screenshot(path=str(IMG / "lab-board.png"))
+
+
 def _kernel_of(lab: dict[str, Any], path: str) -> dict[str, Any] | None:
     url = f"{lab['url']}/api/sessions?token={lab['token']}"
     with urllib.request.urlopen(url, timeout=5) as r:

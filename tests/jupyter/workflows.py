@@ -5,6 +5,7 @@ python workflows.py JOURNAL publish OUT      wait for an approval (with a schema
 python workflows.py JOURNAL killed           SIGKILL itself inside an atomic_marker block
 python workflows.py JOURNAL slow GATE        step 1, wait until GATE exists, step 2
 python workflows.py JOURNAL ask KEY          ask for approval and suspend (run release:KEY)
+python workflows.py JOURNAL board            a blackboard with a pinned plan, and a handoff
 """
 
 from __future__ import annotations
@@ -82,6 +83,20 @@ def ask(key: str) -> bool:
     return approval("ship", {"version": key}, wait=False).approved
 
 
+@durable(name="team.write", run_id="w1")
+def board_run() -> str:
+    """Two agents on a blackboard: a pinned plan, a draft in two versions, and a handoff."""
+    from letitloop.memory import agents, blackboard, handoff
+
+    board = blackboard()
+    board.put("plan", "three sections", tags=["plan"], pinned=True)
+    board.put("draft", "first try", tags=["draft"])
+    board.put("draft", "second try", tags=["draft"])
+    agents.thread("team").say("writer", "here is the draft")
+    handoff(to="critic", note="check the facts", by="writer", thread="team")
+    return "ok"
+
+
 if __name__ == "__main__":
     where, what, *rest = sys.argv[1:]
     path = Path(where)
@@ -101,5 +116,7 @@ if __name__ == "__main__":
             ask(rest[0])
         except ApprovalPending:
             pass
+    elif what == "board":
+        board_run()
     else:
         raise SystemExit(f"unknown workflow {what}")

@@ -85,6 +85,30 @@ export interface IEffect {
   why: string;
 }
 
+export interface IBoardKey {
+  key: string;
+  version: number;
+  versions: number;
+  tags: string[];
+  pinned: boolean;
+  by: string | null;
+  preview: string;
+}
+
+export interface ITurn {
+  version: number;
+  agent: string;
+  role: string | null;
+  kind: string;
+  to: string | null;
+  text: string;
+}
+
+export interface IConversation {
+  name: string;
+  turns: ITurn[];
+}
+
 export interface IRunDetail {
   run: IRun;
   steps: IStep[];
@@ -92,6 +116,8 @@ export interface IRunDetail {
   result: { codec: string; preview: string } | null;
   approvals: IApproval[];
   effects: IEffect[];
+  board: IBoardKey[];
+  conversations: IConversation[];
 }
 
 export interface IProposal {

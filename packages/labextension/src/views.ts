@@ -125,6 +125,30 @@ export class RunView extends Widget {
     if (d.result !== null) {
       parts.push(el('h3', '', 'result'), el('pre', 'lil-result', d.result.preview));
     }
+    if (d.board.length) {
+      // the run's blackboard: each key at its newest version (values previewed, never decoded)
+      const board = el('table', 'lil-board');
+      for (const k of d.board) {
+        const row = el('tr', 'lil-board-key');
+        row.append(
+          el('td', 'lil-board-name', `${k.pinned ? '📌 ' : ''}${k.key}`),
+          el('td', 'lil-board-version', `v${k.version}`),
+          el('td', 'lil-board-tags', k.tags.join(', ')),
+          el('td', 'lil-board-by', k.by ?? ''),
+          el('td', 'lil-board-preview', k.preview)
+        );
+        board.appendChild(row);
+      }
+      parts.push(el('h3', '', 'blackboard'), board);
+    }
+    for (const c of d.conversations) {
+      const thread = el('ol', 'lil-conversation');
+      for (const t of c.turns) {
+        const who = t.kind === 'handoff' ? `${t.agent} → ${t.to ?? '?'}` : t.agent;
+        thread.appendChild(el('li', `lil-turn lil-turn-${t.kind}`, `${who}: ${t.text}`));
+      }
+      parts.push(el('h3', '', `conversation ${c.name}`), thread);
+    }
     this.node.replaceChildren(...parts);
   }
 
