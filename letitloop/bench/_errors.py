@@ -1,8 +1,8 @@
 """The benchmark's errors, in letitloop's one hierarchy (each says what happened and the fix).
 
-    LetItLoopError
-    └── BenchError          the benchmark cannot run as asked (an option, an environment)
-        └── ScenarioError       a scenario file is missing or malformed
+LetItLoopError
+└── BenchError          the benchmark cannot run as asked (an option, an environment)
+    └── ScenarioError       a scenario file is missing or malformed
 """
 
 from __future__ import annotations

@@ -95,9 +95,10 @@ class MemoryCgroup:
         else:
             rel = next((ln.split(":", 2)[2] for ln in lines if ln.startswith("0::")), "")
             base, v2 = Path("/sys/fs/cgroup") / rel.lstrip("/"), True
-            if not (base / "cgroup.controllers").exists() or "memory" not in (
-                base / "cgroup.controllers"
-            ).read_text():
+            if (
+                not (base / "cgroup.controllers").exists()
+                or "memory" not in (base / "cgroup.controllers").read_text()
+            ):
                 cls.why = "no memory cgroup controller is available to this process"
                 return None
         path = base / name

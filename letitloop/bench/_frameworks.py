@@ -46,76 +46,175 @@ _LIL = ("letitloop", "duckdb", "msgpack")
 _LG = ("langgraph", "langgraph-checkpoint")
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
-        "letitloop", "letitloop (DuckDB)", "lil_worker.py", "", "duckdb", ("letitloop",), _LIL,
-        "call the workflow again (same run id)", "atomic_marker", "approval(wait=False)",
+        "letitloop",
+        "letitloop (DuckDB)",
+        "lil_worker.py",
+        "",
+        "duckdb",
+        ("letitloop",),
+        _LIL,
+        "call the workflow again (same run id)",
+        "atomic_marker",
+        "approval(wait=False)",
     ),
     Framework(
-        "letitloop-pg", "letitloop (PostgreSQL)", "lil_worker.py", "", "postgres",
-        ("letitloop", "psycopg"), (*_LIL, "psycopg"),
-        "call the workflow again (same run id)", "atomic_marker", "approval(wait=False)",
+        "letitloop-pg",
+        "letitloop (PostgreSQL)",
+        "lil_worker.py",
+        "",
+        "postgres",
+        ("letitloop", "psycopg"),
+        (*_LIL, "psycopg"),
+        "call the workflow again (same run id)",
+        "atomic_marker",
+        "approval(wait=False)",
     ),
     Framework(
-        "langgraph", "LangGraph + SqliteSaver", "langgraph_worker.py", "peers-langgraph", "sqlite",
-        ("langgraph.checkpoint.sqlite",), (*_LG, "langgraph-checkpoint-sqlite"),
-        "invoke(None) on the thread id", "none (a node)", "a node that waits for the decision",
+        "langgraph",
+        "LangGraph + SqliteSaver",
+        "langgraph_worker.py",
+        "peers-langgraph",
+        "sqlite",
+        ("langgraph.checkpoint.sqlite",),
+        (*_LG, "langgraph-checkpoint-sqlite"),
+        "invoke(None) on the thread id",
+        "none (a node)",
+        "a node that waits for the decision",
     ),
     Framework(
-        "langgraph-pg", "LangGraph + PostgresSaver", "langgraph_worker.py", "peers-langgraph",
-        "postgres", ("langgraph.checkpoint.postgres",), (*_LG, "langgraph-checkpoint-postgres"),
-        "invoke(None) on the thread id", "none (a node)", "a node that waits for the decision",
+        "langgraph-pg",
+        "LangGraph + PostgresSaver",
+        "langgraph_worker.py",
+        "peers-langgraph",
+        "postgres",
+        ("langgraph.checkpoint.postgres",),
+        (*_LG, "langgraph-checkpoint-postgres"),
+        "invoke(None) on the thread id",
+        "none (a node)",
+        "a node that waits for the decision",
     ),
     Framework(
-        "dbos", "DBOS (SQLite)", "dbos_worker.py", "peers-dbos", "sqlite", ("dbos",), ("dbos",),
-        "DBOS.launch() recovers the pending workflow", "none (a step)",
+        "dbos",
+        "DBOS (SQLite)",
+        "dbos_worker.py",
+        "peers-dbos",
+        "sqlite",
+        ("dbos",),
+        ("dbos",),
+        "DBOS.launch() recovers the pending workflow",
+        "none (a step)",
         "a step that waits for the decision",
     ),
     Framework(
-        "dbos-pg", "DBOS (PostgreSQL)", "dbos_worker.py", "peers-dbos", "postgres", ("dbos",),
-        ("dbos",), "DBOS.launch() recovers the pending workflow", "none (a step)",
+        "dbos-pg",
+        "DBOS (PostgreSQL)",
+        "dbos_worker.py",
+        "peers-dbos",
+        "postgres",
+        ("dbos",),
+        ("dbos",),
+        "DBOS.launch() recovers the pending workflow",
+        "none (a step)",
         "a step that waits for the decision",
     ),
     Framework(
-        "prefect", "Prefect 3 (persisted results)", "prefect_worker.py", "peers-prefect", "files",
-        ("prefect",), ("prefect",), "call the flow again: tasks hit their cached results",
-        "none (a task)", "a task that waits for the decision",
+        "prefect",
+        "Prefect 3 (persisted results)",
+        "prefect_worker.py",
+        "peers-prefect",
+        "files",
+        ("prefect",),
+        ("prefect",),
+        "call the flow again: tasks hit their cached results",
+        "none (a task)",
+        "a task that waits for the decision",
     ),
     Framework(
-        "smolagents", "smolagents", "smol_worker.py", "smolagents", "none", ("smolagents",),
-        ("smolagents",), "run the agent again (nothing of its own to resume)", "none",
+        "smolagents",
+        "smolagents",
+        "smol_worker.py",
+        "smolagents",
+        "none",
+        ("smolagents",),
+        ("smolagents",),
+        "run the agent again (nothing of its own to resume)",
+        "none",
         "a tool that waits for the decision",
     ),
     Framework(
-        "smolagents-lil", "smolagents + letitloop", "smol_worker.py", "smolagents", "duckdb",
-        ("smolagents", "letitloop"), ("smolagents",), "durable_agent: run again (same run id)",
-        "atomic_marker", "a tool that waits for the decision (journaled)",
-    ),
-    Framework(
-        "crewai", "CrewAI", "crew_worker.py", "crewai", "none", ("crewai",), ("crewai",),
-        "kickoff again (nothing of its own to resume)", "none",
-        "a tool that waits for the decision",
-    ),
-    Framework(
-        "crewai-lil", "CrewAI + letitloop", "crew_worker.py", "crewai", "duckdb",
-        ("crewai", "letitloop"), ("crewai",), "durable_crew: kickoff again (same run id)",
-        "atomic_marker", "a tool that waits for the decision (journaled)",
-    ),
-    Framework(
-        "autogen", "AutoGen", "autogen_worker.py", "autogen", "none", ("autogen_agentchat",),
-        ("autogen-agentchat",), "run the team again (nothing of its own to resume)", "none",
-        "a tool that waits for the decision",
-    ),
-    Framework(
-        "autogen-lil", "AutoGen + letitloop", "autogen_worker.py", "autogen", "duckdb",
-        ("autogen_agentchat", "letitloop"), ("autogen-agentchat",),
-        "durable_team: run again (same run id)", "atomic_marker",
+        "smolagents-lil",
+        "smolagents + letitloop",
+        "smol_worker.py",
+        "smolagents",
+        "duckdb",
+        ("smolagents", "letitloop"),
+        ("smolagents",),
+        "durable_agent: run again (same run id)",
+        "atomic_marker",
         "a tool that waits for the decision (journaled)",
     ),
-)  # fmt: skip
+    Framework(
+        "crewai",
+        "CrewAI",
+        "crew_worker.py",
+        "crewai",
+        "none",
+        ("crewai",),
+        ("crewai",),
+        "kickoff again (nothing of its own to resume)",
+        "none",
+        "a tool that waits for the decision",
+    ),
+    Framework(
+        "crewai-lil",
+        "CrewAI + letitloop",
+        "crew_worker.py",
+        "crewai",
+        "duckdb",
+        ("crewai", "letitloop"),
+        ("crewai",),
+        "durable_crew: kickoff again (same run id)",
+        "atomic_marker",
+        "a tool that waits for the decision (journaled)",
+    ),
+    Framework(
+        "autogen",
+        "AutoGen",
+        "autogen_worker.py",
+        "autogen",
+        "none",
+        ("autogen_agentchat",),
+        ("autogen-agentchat",),
+        "run the team again (nothing of its own to resume)",
+        "none",
+        "a tool that waits for the decision",
+    ),
+    Framework(
+        "autogen-lil",
+        "AutoGen + letitloop",
+        "autogen_worker.py",
+        "autogen",
+        "duckdb",
+        ("autogen_agentchat", "letitloop"),
+        ("autogen-agentchat",),
+        "durable_team: run again (same run id)",
+        "atomic_marker",
+        "a tool that waits for the decision (journaled)",
+    ),
+)
 PLANTED = Framework(
-    "letitloop-lossy", "letitloop, planted bug: acks before writing", "lil_worker.py", "",
-    "duckdb", ("letitloop",), _LIL, "call the workflow again (same run id)", "atomic_marker",
-    "approval(wait=False)", planted="lossy-journal",
-)  # fmt: skip
+    "letitloop-lossy",
+    "letitloop, planted bug: acks before writing",
+    "lil_worker.py",
+    "",
+    "duckdb",
+    ("letitloop",),
+    _LIL,
+    "call the workflow again (same run id)",
+    "atomic_marker",
+    "approval(wait=False)",
+    planted="lossy-journal",
+)
 BY_ID = {f.id: f for f in (*FRAMEWORKS, PLANTED)}
 
 
@@ -135,10 +234,11 @@ def env_dirs() -> list[Path]:
 
 def _has(python: str, modules: tuple[str, ...]) -> bool:
     if python == sys.executable:
-        return all(importlib.util.find_spec(m.split(".")[0]) is not None for m in modules) and all(
-            _find(m) for m in modules
-        )
-    probe = "import importlib.util as u,sys; sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
+        return all(_find(m) for m in modules)
+    probe = (
+        "import importlib.util as u, sys\n"
+        "sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
+    )
     done = subprocess.run([python, "-c", probe, *modules], capture_output=True, timeout=120)
     return done.returncode == 0
 
@@ -146,7 +246,7 @@ def _has(python: str, modules: tuple[str, ...]) -> bool:
 def _find(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
+    except (ModuleNotFoundError, ValueError):
         return False
 
 
@@ -155,9 +255,13 @@ def python_for(fw: Framework) -> tuple[str | None, str]:
     lil_modules = tuple(m for m in fw.modules if m == "letitloop")
     others = tuple(m for m in fw.modules if m != "letitloop")
     if not fw.env:
-        return (sys.executable, "this interpreter") if _has(sys.executable, others) else (
-            None,
-            f"not installed here: pip install {' '.join(fw.packages[-1:])}",
+        return (
+            (sys.executable, "this interpreter")
+            if _has(sys.executable, others)
+            else (
+                None,
+                f"not installed here: pip install {' '.join(fw.packages[-1:])}",
+            )
         )
     for base in env_dirs():
         python = base / fw.env / "bin" / "python"

@@ -48,7 +48,7 @@ class Shared:
     server: CounterServer
     env: dict[str, str]
     say: Say
-    cgroup: MemoryCgroup | None = None
+    oom: bool = False  # memory cgroups can be made here (one per lane)
     pg: Cluster | None = None
     pg_why: str = ""
     prefect: PrefectServer | None = None
@@ -58,7 +58,7 @@ def base_env(scratch: Path) -> dict[str, str]:
     """The workers' environment: ours, with letitloop (this tree) alone on the path."""
     path_dir = scratch / "path"
     path_dir.mkdir()
-    (path_dir / "letitloop").symlink_to(Path(fws.letitloop.__file__).resolve().parent)
+    (path_dir / "letitloop").symlink_to(fws.source_root() / "letitloop")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LIL_JOURNAL")}
     return env | {
         "PYTHONPATH": str(path_dir),
@@ -85,15 +85,21 @@ def store_for(shared: Shared, fw: fws.Framework, python: str) -> dict[str, Any]:
     folder.mkdir()
     if fw.store == "postgres":
         assert shared.pg is not None
-        return {"dsn": shared.pg.database(fw.id.replace("-", "_")), "journal": None}
+        dsn = shared.pg.database(fw.id.replace("-", "_"))
+        return {"dsn": dsn, "journal": dsn}
     if fw.store == "duckdb":
         journal = str(folder / "journal.duckdb")
         # the owner starts here, outside the workers' cgroup and sessions
-        code = "import sys; from letitloop import open_journal; open_journal(sys.argv[1]).list_runs()"
+        code = (
+            "import sys; from letitloop import open_journal; open_journal(sys.argv[1]).list_runs()"
+        )
         subprocess.run(
-            [sys.executable, "-c", code, journal], env=shared.env, check=True, timeout=120,
+            [sys.executable, "-c", code, journal],
+            env=shared.env,
+            check=True,
+            timeout=120,
             capture_output=True,
-        )  # fmt: skip
+        )
         return {"journal": journal, "folder": str(folder)}
     if fw.store == "sqlite":
         return {"sqlite": str(folder / "store.sqlite"), "folder": str(folder)}
@@ -104,7 +110,7 @@ def fault_kinds(shared: Shared, fw: fws.Framework, sc: Scenario) -> list[str]:
     kinds = ["sigkill", "sigterm"]
     if sc.effects:
         kinds.append("effect")
-    if shared.cgroup is not None:
+    if shared.oom:
         kinds.append("oom")
     if fw.uses_postgres and shared.pg is not None and shared.pg.managed:
         kinds.append("pg-restart")
@@ -112,7 +118,12 @@ def fault_kinds(shared: Shared, fw: fws.Framework, sc: Scenario) -> list[str]:
 
 
 def run_scenario(
-    shared: Shared, fw: fws.Framework, python: str, store: dict[str, Any], sc: Scenario
+    shared: Shared,
+    fw: fws.Framework,
+    python: str,
+    store: dict[str, Any],
+    sc: Scenario,
+    cgroup: MemoryCgroup | None,
 ) -> dict[str, Any]:
     """The clean run and the faulted trials of one scenario on one framework."""
     opts, say = shared.opts, shared.say
@@ -140,9 +151,15 @@ def run_scenario(
         log = shared.server.open_run(run_id, sc.name, sc.latency_ms, sc.reply_words, sc.decide_ms)
         pg_restart = shared.pg.restart if shared.pg is not None and shared.pg.managed else None
         runner = Trial(
-            shared.server, log, run_id, launch(run_id), clean, shared.cgroup, pg_restart,
+            shared.server,
+            log,
+            run_id,
+            launch(run_id),
+            clean,
+            cgroup,
+            pg_restart,
             opts.trial_timeout_s,
-        )  # fmt: skip
+        )
         return runner.run(faults), log
 
     started = time.monotonic()
@@ -162,9 +179,7 @@ def run_scenario(
         faults = draw(rng, kinds, count, sc.latency_ms, WEIGHTS)
         run_id = f"{fw.id}-{sc.name}-{n}"
         result, log = trial(run_id, faults, clean)
-        judged = judge_trial(
-            result, log.snapshot(), log.answer, log.answered_at, clean, sc.plan
-        )
+        judged = judge_trial(result, log.snapshot(), log.answer, log.answered_at, clean, sc.plan)
         trials.append(judged)
         landed += len(judged["faults"])
         n += 1
@@ -174,7 +189,7 @@ def run_scenario(
                 f"again {f['rerun_calls']} calls, dup {f['duplicate_effects']}"
                 + (f", person: {'; '.join(f['person'])}" if f["person"] else "")
             )
-    out = {"clean": clean, "kinds": kinds, "trials": trials}
+    out: dict[str, Any] = {"clean": clean, "kinds": kinds, "trials": trials}
     out["totals"] = totals(out)
     out["wall_s"] = round(time.monotonic() - started, 1)
     return out
@@ -186,7 +201,9 @@ def fws_json(data: Any) -> str:
     return json.dumps(data, indent=1)
 
 
-def run_framework(shared: Shared, fw: fws.Framework, scenarios: list[Scenario]) -> dict[str, Any]:
+def run_framework(
+    shared: Shared, fw: fws.Framework, scenarios: list[Scenario], cgroup: MemoryCgroup | None
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "title": fw.title,
         "store": fw.store,
@@ -213,7 +230,7 @@ def run_framework(shared: Shared, fw: fws.Framework, scenarios: list[Scenario]) 
     for sc in scenarios:
         shared.say(f"[{fw.id}] {sc.name}")
         try:
-            entry["scenarios"][sc.name] = run_scenario(shared, fw, python, store, sc)
+            entry["scenarios"][sc.name] = run_scenario(shared, fw, python, store, sc, cgroup)
         except (OSError, subprocess.SubprocessError, PgUnavailable) as exc:
             entry["scenarios"][sc.name] = {"skipped": f"{type(exc).__name__}: {exc}"[:600]}
         if "skipped" in entry["scenarios"][sc.name]:
@@ -221,9 +238,61 @@ def run_framework(shared: Shared, fw: fws.Framework, scenarios: list[Scenario]) 
     if fw.store == "duckdb" and store.get("journal"):
         subprocess.run(
             [sys.executable, "-m", "letitloop", "journal", "stop", "--journal", store["journal"]],
-            env=shared.env, capture_output=True, timeout=120, check=False,
-        )  # fmt: skip
+            env=shared.env,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
     return entry
+
+
+# how long a framework takes, roughly (its imports and restarts), to balance the lanes
+COST = {"crewai": 4, "crewai-lil": 4, "prefect": 3, "dbos": 2, "dbos-pg": 2}
+
+
+def lanes_of(selected: list[fws.Framework], jobs: int) -> list[list[fws.Framework]]:
+    """Frameworks split into ``jobs`` lanes run side by side: every PostgreSQL one in the first
+    (a restart of the one server must not hit a run that did not ask for it), the others
+    longest first into the lightest lane."""
+    lanes: list[list[fws.Framework]] = [[] for _ in range(max(1, jobs))]
+    weight = [0] * len(lanes)
+    for fw in selected:
+        if fw.uses_postgres:
+            lanes[0].append(fw)
+            weight[0] += COST.get(fw.id, 1)
+    rest = sorted((f for f in selected if not f.uses_postgres), key=lambda f: -COST.get(f.id, 1))
+    for fw in rest:
+        i = weight.index(min(weight))
+        lanes[i].append(fw)
+        weight[i] += COST.get(fw.id, 1)
+    return [lane for lane in lanes if lane]
+
+
+def run_lanes(
+    shared: Shared, selected: list[fws.Framework], scenarios: list[Scenario]
+) -> dict[str, Any]:
+    """Every framework, in lanes (threads) of their own, each lane with its own memory cgroup;
+    the results in the order asked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    results: dict[str, Any] = {}
+
+    def lane(index: int, frameworks: list[fws.Framework]) -> None:
+        cgroup = MemoryCgroup.make(f"lil-bench-{os.getpid()}-{index}") if shared.oom else None
+        try:
+            for fw in frameworks:
+                results[fw.id] = run_framework(shared, fw, scenarios, cgroup)
+                if "skipped" in results[fw.id]:
+                    shared.say(f"[{fw.id}] drops out: {results[fw.id]['skipped']}")
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
+
+    lanes = lanes_of(selected, shared.opts.jobs)
+    with ThreadPoolExecutor(len(lanes)) as pool:
+        for future in [pool.submit(lane, i, fws_) for i, fws_ in enumerate(lanes)]:
+            future.result()
+    return {fw.id: results[fw.id] for fw in selected}
 
 
 def run(opts: BenchOptions, scenarios: list[Scenario], say: Say) -> dict[str, Any]:
@@ -236,9 +305,12 @@ def run(opts: BenchOptions, scenarios: list[Scenario], say: Say) -> dict[str, An
     skipped_faults: dict[str, str] = {}
     try:
         if "oom" in opts.fault_kinds:
-            shared.cgroup = MemoryCgroup.make(f"lil-bench-{os.getpid()}")
-            if shared.cgroup is None:
+            probe = MemoryCgroup.make(f"lil-bench-{os.getpid()}-probe")
+            shared.oom = probe is not None
+            if probe is None:
                 skipped_faults["oom"] = MemoryCgroup.why
+            else:
+                probe.remove()
         if any(f.uses_postgres for f in selected):
             try:
                 if opts.pg_url:
@@ -257,19 +329,13 @@ def run(opts: BenchOptions, scenarios: list[Scenario], say: Say) -> dict[str, An
                 shared.prefect = PrefectServer.start(python, shared.env, scratch)
                 if shared.prefect.api_url:
                     shared.env["PREFECT_API_URL"] = shared.prefect.api_url
-        results: dict[str, Any] = {}
-        for fw in selected:
-            results[fw.id] = run_framework(shared, fw, scenarios)
-            if "skipped" in results[fw.id]:
-                say(f"[{fw.id}] drops out: {results[fw.id]['skipped']}")
+        results = run_lanes(shared, selected, scenarios)
     finally:
         server.stop()
         if shared.prefect is not None:
             shared.prefect.stop()
         if shared.pg is not None:
             shared.pg.close()
-        if shared.cgroup is not None:
-            shared.cgroup.remove()
         if not opts.keep:
             shutil.rmtree(scratch, ignore_errors=True)
     return {
@@ -287,9 +353,13 @@ def meta(opts: BenchOptions, scenarios: list[Scenario], wall: float) -> dict[str
     commit = ""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=fws.source_root(), capture_output=True,
-            text=True, timeout=10, check=False,
-        ).stdout.strip()  # fmt: skip
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=fws.source_root(),
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
     return {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "letitloop": __version__,
@@ -298,6 +368,7 @@ def meta(opts: BenchOptions, scenarios: list[Scenario], wall: float) -> dict[str
         "quick": opts.quick,
         "kills": opts.kills,
         "faults_per_trial": opts.faults_per_trial,
+        "jobs": opts.jobs,
         "python": platform.python_version(),
         "machine": f"{platform.system()} {platform.release()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs",

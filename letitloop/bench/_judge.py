@@ -2,8 +2,9 @@
 
 At the moment T of a fault, every request the run had made is *completed* (its response was
 sent before T) or *in flight*. A completed request is *acknowledged* when the run had moved past
-it before T: it made a later request in the same lane (an agent, a fan-out item), or in a lane
-that comes after (the reduce after the items, the next agent of a handoff). After T, until the
+it before T: it made a request that comes later in the plan (a later call of the same agent,
+the next agent of a handoff, the fan-out's items after the call that decided them, the reduce
+after the items; see ``Order``). After T, until the
 next fault, a request for a key seen before T is *run again*: a model call (its tokens are the
 prompt's and the reply's words) or a side effect (a duplicate). A re-run of acknowledged work is
 *work lost*; a re-run of a request in flight, or completed but not yet acknowledged, is the
@@ -21,18 +22,29 @@ from typing import Any
 from letitloop.bench._trial import Injected, TrialResult
 
 
-def successors(plan: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
-    """Lane -> the lanes whose requests mean this lane's last work was taken up."""
-    order: list[str] = []
-    for op in plan:
-        if op["lane"] not in order:
-            order.append(op["lane"])
-    out = {lane: set(order[i + 1 :]) for i, lane in enumerate(order)}
-    for op in plan:
-        if op["op"] == "fanout":
-            for i in range(int(op["items"])):
-                out[f"item-{i}"] = {op["lane"]}
-    return out
+class Order:
+    """Where each request stands in the plan: its lane and sequence number, a fan-out item
+    standing at its fan-out's place (so items come after the call that decided them and before
+    the reduce, and not before or after each other); lanes follow the plan's order."""
+
+    def __init__(self, plan: Sequence[dict[str, Any]]) -> None:
+        lanes: list[str] = []
+        self.items: dict[str, tuple[str, int]] = {}
+        for op in plan:
+            if op["lane"] not in lanes:
+                lanes.append(op["lane"])
+            if op["op"] == "fanout":
+                for i in range(int(op["items"])):
+                    self.items[f"item-{i}"] = (op["lane"], int(op["seq"]))
+        self.rank = {lane: i for i, lane in enumerate(lanes)}
+
+    def place(self, e: dict[str, Any]) -> tuple[int, int]:
+        lane, seq = self.items.get(e["lane"], (e["lane"], e["seq"]))
+        return self.rank.get(lane, len(self.rank)), int(seq)
+
+    def moved_past(self, r: dict[str, Any], e: dict[str, Any]) -> bool:
+        """Request ``r`` comes after ``e`` in the plan."""
+        return self.place(r) > self.place(e)
 
 
 def summarize_clean(events: Sequence[dict[str, Any]], answer: str | None) -> dict[str, Any]:
@@ -54,7 +66,7 @@ def judge_fault(
     hit: Injected,
     until: float,
     events: Sequence[dict[str, Any]],
-    succ: dict[str, set[str]],
+    order: Order,
     answered_at: float | None,
 ) -> dict[str, Any]:
     """One fault's figures (see the module docstring)."""
@@ -65,13 +77,8 @@ def judge_fault(
     flight -= set(done)
     acked = set()
     for key, e in done.items():
-        later = succ.get(e["lane"], set())
-        for r in before:
-            if r["t_recv"] > e["t_resp"] and (
-                (r["lane"] == e["lane"] and r["seq"] > e["seq"]) or r["lane"] in later
-            ):
-                acked.add(key)
-                break
+        if any(r["t_recv"] > e["t_resp"] and order.moved_past(r, e) for r in before):
+            acked.add(key)
     after = [e for e in events if t <= e["t_recv"] < until]
     seen = set(done) | flight
     asked = {e["key"] for e in before if e["kind"] == "ask"}
@@ -134,11 +141,11 @@ def judge_trial(
     plan: Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
     """A trial's faults, each judged, and whether it ended right."""
-    succ = successors(plan)
+    order = Order(plan)
     faults = []
     for i, hit in enumerate(trial.injected):
         until = trial.injected[i + 1].at if i + 1 < len(trial.injected) else float("inf")
-        faults.append(judge_fault(hit, until, events, succ, answered_at))
+        faults.append(judge_fault(hit, until, events, order, answered_at))
     effects = [e for e in events if e["kind"] == "effect"]
     applied: dict[str, int] = {}
     for e in effects:

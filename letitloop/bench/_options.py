@@ -27,6 +27,8 @@ class BenchOptions:
         trial_timeout_s: a trial (one run with its faults) is abandoned after this long.
         scratch_dir: where the scratch directory is made (default: the system's temp dir).
         keep: keep the scratch directory (journals, logs, worker specs) to look into.
+        jobs: frameworks run side by side (each in its own lane: its own processes, memory
+            cgroup and store; every PostgreSQL one in one lane, as the server is restarted).
     """
 
     frameworks: tuple[str, ...]
@@ -39,3 +41,4 @@ class BenchOptions:
     trial_timeout_s: float = 300.0
     scratch_dir: str | None = None
     keep: bool = False
+    jobs: int = 2

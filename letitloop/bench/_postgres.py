@@ -67,9 +67,15 @@ def _as_server_user() -> dict[str, Any]:
 def _run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"LC_ALL": "C"}
     return subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd="/", check=False,
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd="/",
+        check=False,
         **_as_server_user(),
-    )  # fmt: skip
+    )
 
 
 class Cluster:
@@ -107,9 +113,19 @@ class Cluster:
         cluster._watch_fd = write_fd
         data = base / "data"
         init = _run(
-            [str(bins / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E",
-             "UTF8", "--no-locale", "--no-sync"],
-        )  # fmt: skip
+            [
+                str(bins / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+        )
         if init.returncode != 0:
             cluster.close()
             raise PgUnavailable(f"initdb failed: {init.stderr.strip()[-500:]}")
@@ -132,8 +148,9 @@ class Cluster:
     def restart(self) -> None:
         """The fault: a crash and restart of the server (``-m immediate``)."""
         assert self.base is not None
-        self._ctl("-m", "immediate", "-l", str(self.base / "server.log"), "-w", "-t", "120",
-                  "restart")  # fmt: skip
+        self._ctl(
+            "-m", "immediate", "-l", str(self.base / "server.log"), "-w", "-t", "120", "restart"
+        )
 
     def database(self, prefix: str) -> str:
         """A fresh database; its URL."""

@@ -54,10 +54,12 @@ class PrefectServer:
             if proc.poll() is not None:
                 tail = log.read_text(errors="replace")[-500:]
                 return cls(None, "", f"prefect server exited ({proc.returncode}): {tail}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(url + "/health", timeout=5) as resp:
-                    if resp.status == 200:
-                        return cls(proc, url, "")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(url + "/health", timeout=5) as resp,
+            ):
+                if resp.status == 200:
+                    return cls(proc, url, "")
             time.sleep(0.5)
         server = cls(proc, "", f"not healthy after {STARTUP_S:.0f} s")
         server.stop()

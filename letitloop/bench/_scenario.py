@@ -195,8 +195,9 @@ def _tool(check: _Checker, body: dict[str, Any]) -> list[dict[str, Any]]:
     actions = body.get("actions")
     if not isinstance(actions, list) or not 1 <= len(actions) <= 50:
         check.fail("tool.actions", f"is {actions!r}", 'give a list such as ["think", "email bob"]')
+        actions = []
     plan: list[dict[str, Any]] = []
-    for turn, action in enumerate(actions):  # type: ignore[arg-type]
+    for turn, action in enumerate(actions):
         if not isinstance(action, str):
             check.fail("tool.actions", f"holds {action!r}", "each action is a text")
         plan.append(_call("main", turn))

@@ -167,7 +167,9 @@ class CounterServer:
         if path == "/lookup":
             key = str(body["key"])
             with log.cond:
-                return {"count": sum(1 for e in log.events if e["kind"] == "effect" and e["key"] == key)}
+                return {
+                    "count": sum(1 for e in log.events if e["kind"] == "effect" and e["key"] == key)
+                }
         if path == "/answer":
             with log.cond:
                 log.answer, log.answers = str(body["answer"])[:4000], log.answers + 1
@@ -307,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
     counter: CounterServer
     timeout = 30  # seconds a client may take to send its request
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         try:
             size = int(self.headers.get("Content-Length", "0"))
             if not 0 < size <= MAX_BODY:
@@ -324,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, out)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
         try:
             out = self.counter.handle(urlsplit(self.path).path, dict(query))
@@ -344,5 +346,5 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the worker died meanwhile: nothing to tell it
             pass
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass

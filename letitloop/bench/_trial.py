@@ -17,6 +17,7 @@ import shlex
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,15 +75,21 @@ class Trial:
         log: RunLog,
         run_id: str,
         launch: Launch,
-        baseline: dict[str, int],
+        baseline: dict[str, Any],
         cgroup: MemoryCgroup | None,
         pg_restart: Callable[[], None] | None,
         timeout_s: float,
     ) -> None:
         self.server, self.log, self.run_id = server, log, run_id
         self.launch = launch
-        self.expected = max(1, baseline.get("requests", 1))
-        self.planned = {"call": baseline.get("calls", 1), "effect": baseline.get("effects", 0)}
+        self.expected = max(1, int(baseline.get("requests", 1)))
+        self.planned = {
+            "call": int(baseline.get("calls", 1)),
+            "effect": int(baseline.get("effects", 0)),
+        }
+        # the acts a clean run needs (an approval): not caused by a fault
+        self.expected_acts: Counter[str] = Counter(a["what"] for a in baseline.get("person", []))
+        self.acted: Counter[str] = Counter()
         self.cgroup = cgroup
         self.pg_restart = pg_restart
         self.deadline = time.monotonic() + timeout_s
@@ -158,6 +165,8 @@ class Trial:
             finally:
                 arm.release.set()
                 self.log.arm = None
+                if fault.kind == "oom" and self.cgroup is not None:
+                    self.cgroup.limit(None)  # the next process starts without the squeeze
             return Injected(fault, k, at)
         k = 1 + int(fault.u * self.due())
         while self.log.count(pid) < k:
@@ -197,9 +206,13 @@ class Trial:
         found = COMMAND.findall(fix)
         act: dict[str, Any] = {"error": stopped.get("error"), "told": found[0] if found else fix}
         if not found:
-            act["done"] = "nothing: the message names no command"
+            act.update(done="nothing: the message names no command", what="", expected=False)
+            self.person.append(act)
             return act
         argv = shlex.split(found[0])
+        act["what"] = " ".join(argv[1:3])
+        self.acted[act["what"]] += 1
+        act["expected"] = self.acted[act["what"]] <= self.expected_acts[act["what"]]
         if argv[1:3] == ["effects", "resolve"]:
             name = argv[4] if len(argv) > 4 else ""
             happened = any(
@@ -241,16 +254,16 @@ class Trial:
                         if hit.fault.kind == "pg-restart":
                             hit.restarted = None  # the worker died with the server: restart
                         continue
-                elif pending:  # the run finished (or stopped) before the fault's point
-                    pending.pop(0)
                 if rc == 0 and self.log.answer is not None:
-                    finished = True
+                    finished = True  # any fault still pending missed: the run ended first
                     break
                 stopped = self.log.stopped
                 if rc == EXIT_PERSON and stopped is not None:
                     self.log.stopped = None
                     act = self.act(stopped)
-                    if injected:
+                    if act.get("exit", 0) != 0 or "ran" not in act:
+                        break  # the person could not do what they were told: the run stays
+                    if injected and not act["expected"]:
                         injected[-1].person.append(act)
                     continue
                 crashes += 1
@@ -289,4 +302,3 @@ def exited_by(rc: int | None) -> str:
     if rc < 0:
         return signal.Signals(-rc).name
     return f"exit {rc}"
-

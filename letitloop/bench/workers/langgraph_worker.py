@@ -27,6 +27,7 @@ class State(TypedDict, total=False):
     last: str
     items: Annotated[list[list[Any]], operator.add]
     reduced: int
+    qid: int
 
 
 def build(bench: c.Bench) -> Any:
@@ -60,10 +61,16 @@ def build(bench: c.Bench) -> Any:
         elif op["op"] == "ask":
 
             def ask(state: State, op: dict[str, Any] = op) -> dict[str, Any]:
-                bench.wait_decision(bench.ask(op))
+                return {"qid": bench.ask(op)}
+
+            def wait(state: State) -> dict[str, Any]:
+                bench.wait_decision(int(state["qid"]))
                 return {}
 
             graph.add_node(name, ask)
+            graph.add_node(f"{name}-wait", wait)
+            names.append(name)
+            name = f"{name}-wait"
         else:
             fan = op
 
@@ -72,7 +79,7 @@ def build(bench: c.Bench) -> Any:
                 text = str(bench.model(f"item-{i}", 0, c.item_prompt(i, prev))["text"])
                 return {"items": [[i, c.token_of(text)]]}
 
-            graph.add_node("item", item)
+            graph.add_node("item", item)  # type: ignore[arg-type]  # a Send payload
             name = "item"
         names.append(name)
     graph.add_edge(START, names[0])

@@ -38,6 +38,10 @@ class LossyJournal:
         with self._lock:
             self._held.append(list(records))
 
+    def release_run(self, run_id: str) -> None:
+        self.flush()  # what it held must be written while this process still holds the run
+        self._real.release_run(run_id)
+
     def flush(self) -> None:
         with self._lock:
             held, self._held = self._held, []
@@ -70,7 +74,8 @@ def main() -> None:
 
     @durable(journal=journal, run_id=bench.run, name=f"bench.{bench.scenario['name']}")
     def pipeline() -> str:
-        prev, last, items = "", "", []
+        prev, last = "", ""
+        items: list[str] = []
         for op in plan:
             if op["op"] == "call":
                 prompt = c.reduce_prompt(op, items) if items else c.call_prompt(op, prev)
