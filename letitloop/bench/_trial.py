@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import signal
 import subprocess
 import time
 from collections import Counter
@@ -294,11 +293,3 @@ class Trial:
 def _detail_name(event: dict[str, Any]) -> str:
     detail = json.loads(event["detail"])
     return f"{detail.get('kind')}-{detail.get('to')}"
-
-
-def exited_by(rc: int | None) -> str:
-    if rc is None:
-        return "running"
-    if rc < 0:
-        return signal.Signals(-rc).name
-    return f"exit {rc}"
