@@ -7,7 +7,7 @@ LetItLoopError
 
 from __future__ import annotations
 
-from letitloop import LetItLoopError
+from letitloop.errors import LetItLoopError
 
 
 class BenchError(LetItLoopError):

@@ -18,8 +18,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import letitloop
-
 
 @dataclass(frozen=True)
 class Framework:
@@ -220,7 +218,7 @@ BY_ID = {f.id: f for f in (*FRAMEWORKS, PLANTED)}
 
 def source_root() -> Path:
     """The folder holding the letitloop package (a checkout, or site-packages)."""
-    return Path(letitloop.__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def env_dirs() -> list[Path]:

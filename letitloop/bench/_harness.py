@@ -348,7 +348,7 @@ def run(opts: BenchOptions, scenarios: list[Scenario], say: Say) -> dict[str, An
 def meta(opts: BenchOptions, scenarios: list[Scenario], wall: float) -> dict[str, Any]:
     import datetime as dt
 
-    from letitloop import __version__
+    from letitloop._version import __version__
 
     commit = ""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
