@@ -299,6 +299,7 @@ def run(opts: BenchOptions, scenarios: list[Scenario], say: Say) -> dict[str, An
     """Run the benchmark; every figure, as JSON-ready data."""
     selected = [fws.BY_ID[f] for f in opts.frameworks]
     started = time.monotonic()
+    facts = meta(opts, scenarios)  # the code and the machine as the run starts
     scratch = Path(tempfile.mkdtemp(prefix="lil-bench-", dir=opts.scratch_dir))
     server = CounterServer().start()
     shared = Shared(opts, scratch, server, base_env(scratch), say)
@@ -338,14 +339,16 @@ def run(opts: BenchOptions, scenarios: list[Scenario], say: Say) -> dict[str, An
             shared.pg.close()
         if not opts.keep:
             shutil.rmtree(scratch, ignore_errors=True)
+    facts["wall_s"] = round(time.monotonic() - started, 1)
+    facts["load_end"] = list(os.getloadavg())
     return {
-        "meta": meta(opts, scenarios, time.monotonic() - started),
+        "meta": facts,
         "skipped_faults": skipped_faults,
         "frameworks": results,
     }
 
 
-def meta(opts: BenchOptions, scenarios: list[Scenario], wall: float) -> dict[str, Any]:
+def meta(opts: BenchOptions, scenarios: list[Scenario]) -> dict[str, Any]:
     import datetime as dt
 
     from letitloop._version import __version__
@@ -373,6 +376,5 @@ def meta(opts: BenchOptions, scenarios: list[Scenario], wall: float) -> dict[str
         "machine": f"{platform.system()} {platform.release()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs",
         "load": list(os.getloadavg()),
-        "wall_s": round(wall, 1),
         "scenarios": {s.name: {"title": s.title, "source": s.source} for s in scenarios},
     }

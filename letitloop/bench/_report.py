@@ -74,7 +74,8 @@ def notes(data: dict[str, Any]) -> list[str]:
     lines.append(
         f"lil bench{' --quick' if m['quick'] else ''} --seed {m['seed']}: {m['date'][:10]}, "
         f"commit {m['commit']}, letitloop {m['letitloop']}, Python {m['python']}, {m['machine']}, "
-        f"load {m['load'][0]:.1f}, {m['wall_s'] / 60:.1f} min"
+        f"load {m['load'][0]:.1f} to {m.get('load_end', m['load'])[0]:.1f}, "
+        f"{m['wall_s'] / 60:.1f} min"
     )
     return lines
 
