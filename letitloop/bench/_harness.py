@@ -246,8 +246,23 @@ def run_framework(
     return entry
 
 
-# how long a framework takes, roughly (its imports and restarts), to balance the lanes
-COST = {"crewai": 4, "crewai-lil": 4, "prefect": 3, "dbos": 2, "dbos-pg": 2}
+# minutes each framework took in the full run of 2026-12-07 (docs/bench.md), to balance lanes
+COST = {
+    "letitloop": 3,
+    "letitloop-pg": 4,
+    "langgraph": 7,
+    "langgraph-pg": 7,
+    "dbos": 8,
+    "dbos-pg": 8,
+    "prefect": 10,
+    "smolagents": 4,
+    "smolagents-lil": 6,
+    "crewai": 19,
+    "crewai-lil": 26,
+    "autogen": 5,
+    "autogen-lil": 4,
+    "letitloop-lossy": 3,
+}
 
 
 def lanes_of(selected: list[fws.Framework], jobs: int) -> list[list[fws.Framework]]:
