@@ -33,7 +33,7 @@ COMMANDS = {
     "bench": (
         "letitloop.cli._bench",
         "bench_cmd",
-        "Kill agent frameworks for real and count what each crash cost (durability benchmark).",
+        "Kill agent frameworks for real and count what each crash cost.",
     ),
     "cache": ("letitloop.cli._cache", "cache", "List and clear cached step outputs."),
     "demo": (
