@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
 SYSTEM_PACKAGES := chromium tmux neovim postgresql
 
-.PHONY: demo jupyter-dev test docs install system-deps lint typecheck pytest bench bench-postgres bench-peers clean labextension vscode adapters
+.PHONY: demo jupyter-dev test docs install system-deps lint typecheck pytest bench bench-postgres bench-peers bench-durability clean labextension vscode adapters
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "letitloop needs Python >= 3.11"'
@@ -103,6 +103,11 @@ PEERS := langgraph dbos prefect
 
 bench-peers: install $(PEERS:%=.venvs/peers-%/.installed)
 	$(BIN)/python benchmarks/peers.py $(BENCH_ARGS)
+
+# `lil bench`: every framework killed for real, each in its own environment (the peers' above,
+# the adapters' .venvs/NAME), built on first use; BENCH_ARGS=--quick for the 10-minute run
+bench-durability: system-deps install adapters $(PEERS:%=.venvs/peers-%/.installed)
+	$(BIN)/lil bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache *.egg-info

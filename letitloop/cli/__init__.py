@@ -30,6 +30,11 @@ COMMANDS = {
         "approvals",
         "See and decide the approvals runs are waiting for.",
     ),
+    "bench": (
+        "letitloop.cli._bench",
+        "bench_cmd",
+        "Kill agent frameworks for real and count what each crash cost.",
+    ),
     "cache": ("letitloop.cli._cache", "cache", "List and clear cached step outputs."),
     "demo": (
         "letitloop.cli._demo",

@@ -464,6 +464,11 @@ class JournalState:
             # asks again) must not decide the new request
             if old is not None and old.get("ans") is not None and old["att"] == rec["att"]:
                 step["ans"] = old["ans"]
+        # a marker resolved as done, completed by the run that goes on past it: who resolved
+        # it stays with it
+        same = old is not None and old["att"] == rec["att"]
+        if rec["kind"] == "marker" and same and old is not None and old.get("res"):
+            step["res"], step["res_by"] = old["res"], old.get("res_by")
         if rec["k"] != "step":
             out = rec.get("out")
             big = out is not None and len(out) > self.inline_limit

@@ -101,7 +101,15 @@ def atomic_marker(name: str, reconcile: Reconcile | None = None) -> Iterator[boo
             yield False
             return
         if _decide(ctx, rec, reconcile) == "done":
-            ctx.skip_to(_span_end(ctx, rec))
+            end = _span_end(ctx, rec)
+            if rec.next_position is None:
+                # pin where numbering goes on: steps recorded after this call are not in the
+                # block, and a later replay must number them the same way
+                ident = (pos, rec.attempt, "marker", name, "")
+                ctx.journal.append(
+                    [ctx.record("ok", *ident, codec=_NULL[0], out=_NULL[1], next=end)]
+                )
+            ctx.skip_to(end)
             yield False
             return
         att = rec.attempt + 1

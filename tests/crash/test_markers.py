@@ -29,7 +29,9 @@ class Runner:
         self.key = key
         self.run_id = f"markers:{key}"
 
-    def call(self, kill: str = "none", reconcile: str = "none") -> tuple[int, list[str]]:
+    def call(
+        self, kill: str = "none", reconcile: str = "none", *extra: str
+    ) -> tuple[int, list[str]]:
         w = Worker(
             "marker_worker.py",
             self.journal_path,
@@ -37,6 +39,7 @@ class Runner:
             self.key,
             kill,
             reconcile,
+            *extra,
             stderr_path=self.stderr,
         )
         try:
@@ -165,3 +168,22 @@ def test_killed_before_block_is_not_in_doubt(journal_path: Path, tmp_path: Path)
     rc, out = r.call()
     assert rc == 0 and RESULT in out, out
     assert r.kinds() == ["effect", "after"]
+
+
+@pytest.mark.timeout(120)
+def test_a_marker_resolved_done_keeps_its_place_across_later_crashes(
+    journal_path: Path, tmp_path: Path
+) -> None:
+    """Found by `lil bench` (SIGKILL inside a side effect, then two more kills): the steps after a
+    marker resolved as done were numbered from the last recorded position again on every
+    replay, so a step completed after the resolution ran again after the next crash."""
+    r = Runner(journal_path, tmp_path, key="m9")
+    assert r.call("in_block", "done", "third")[0] == -9
+    assert r.call("in_after", "done", "third")[0] == -9  # resolved done; killed inside "after"
+    assert r.call("in_third", "done", "third")[0] == -9  # "after" completes; killed in "third"
+    rc, out = r.call("none", "done", "third")
+    assert rc == 0 and RESULT in out, out
+    kinds = r.kinds()
+    assert kinds.count("effect") == 1, kinds
+    assert kinds.count("after") == 2, kinds  # the killed attempt and the one that completed
+    assert kinds.count("third") == 2, kinds

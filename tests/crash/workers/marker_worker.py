@@ -1,10 +1,12 @@
 """A workflow with a side effect fenced by ``atomic_marker``, for test_markers.
 
-    python marker_worker.py JOURNAL EFFECTS_FILE RUN_ID KILL RECONCILE
+    python marker_worker.py JOURNAL EFFECTS_FILE RUN_ID KILL RECONCILE [third]
 
 KILL: ``none``; ``in_block`` (SIGKILL itself inside the marker block, right after the side
 effect is written and fsynced); ``before_block`` (SIGKILL itself after the first step, before
-the marker). RECONCILE: ``none`` (no callback), ``done`` or ``redo`` (a callback returning it).
+the marker); ``in_after`` / ``in_third`` (inside step "after" / "third", after its line).
+RECONCILE: ``none`` (no callback), ``done`` or ``redo`` (a callback returning it). With
+``third``, a step "third" (appending ``third <pid>``, returning 0) follows "after".
 
 Side effects are lines appended to EFFECTS_FILE: ``effect <pid>`` inside the block, ``after
 <pid>`` in the step after it. Prints ``RESULT <value>``, or ``INDOUBT <json>`` and exits 3.
@@ -35,7 +37,16 @@ def decide(marker) -> str:  # type: ignore[no-untyped-def]
 
 def after() -> int:
     append("after")
+    if kill == "in_after":
+        os.kill(os.getpid(), signal.SIGKILL)
     return 2
+
+
+def third() -> int:
+    append("third")
+    if kill == "in_third":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return 0
 
 
 @durable(journal=journal, run_id=run_id, name="markers")
@@ -49,6 +60,8 @@ def workflow() -> str:
             if kill == "in_block":
                 os.kill(os.getpid(), signal.SIGKILL)
     second = step("after", after)
+    if sys.argv[6:7] == ["third"]:
+        second += step("third", third)
     return f"total={first + second}"
 
 
