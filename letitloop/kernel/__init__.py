@@ -29,6 +29,10 @@ _EXPORTS = {
     ),
     **dict.fromkeys(("step", "async_step", "code_digest"), "letitloop.kernel._steps"),
     **dict.fromkeys(("atomic_marker",), "letitloop.kernel._marker"),
+    **dict.fromkeys(("Queue", "RunHandle"), "letitloop.kernel._queue"),
+    **dict.fromkeys(
+        ("Worker", "WorkerOptions", "execute_item", "default_ttl"), "letitloop.kernel._worker"
+    ),
     **dict.fromkeys(
         (
             "current_step",
@@ -133,6 +137,10 @@ if TYPE_CHECKING:
         budget_tokens as budget_tokens,
         usd_micros as usd_micros,
     )
+    from letitloop.kernel._queue import (
+        Queue as Queue,
+        RunHandle as RunHandle,
+    )
     from letitloop.kernel._restarts import (
         RestartPolicy as RestartPolicy,
     )
@@ -162,6 +170,12 @@ if TYPE_CHECKING:
     from letitloop.kernel._watch import (
         runs_started_by as runs_started_by,
         watch as watch,
+    )
+    from letitloop.kernel._worker import (
+        Worker as Worker,
+        WorkerOptions as WorkerOptions,
+        default_ttl as default_ttl,
+        execute_item as execute_item,
     )
 
 
