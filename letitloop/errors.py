@@ -24,7 +24,7 @@ imports it, and it imports nothing of letitloop).
     ├── MapItemError                an item of step.map failed (the others stay journaled)
     ├── ContextBudgetError          assembled context cannot fit its token budget (before any call)
     ├── RunFailedError              a run waited for (a queued or started run's handle) failed
-    ├── ResultTimeoutError          a handle's result did not come within its timeout (a TimeoutError)
+    ├── ResultTimeoutError          a handle's result did not come in time (a TimeoutError)
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
