@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from letitloop.errors import ConfigError, JournalError
+from letitloop.errors import ConfigError, JournalError, LeaseLostError
 from letitloop.journal._records import check_text
 
 Encoded = tuple[str, bytes]
@@ -31,6 +31,12 @@ MAX_NAME = 200  # a queue's name: short text people type
 MAX_CONCURRENCY = 100_000
 MAX_CLAIM = 1_000  # items one claim may take
 DEFAULT_TTL = 30.0
+# what one journal's board holds in memory at most (a hostile or runaway enqueuer is refused)
+MAX_ITEMS = 1_000_000  # queued or claimed runs
+MAX_BOARD_BYTES = 512 << 20  # their entry points and arguments
+KEEP_FINISHED = 50_000  # finished items kept for status and dedup; older ones are forgotten
+MAX_WORKERS = 10_000
+MAX_QUEUES = 10_000
 
 
 class QueueSpec(NamedTuple):
@@ -118,6 +124,19 @@ def check_spec(spec: QueueSpec) -> QueueSpec:
     return spec
 
 
+def fenced_error(run_id: str, holder: str | None) -> LeaseLostError:
+    """A lapsed worker's write after its lease was revoked (DuckDB; PostgreSQL says the same
+    with its lease token)."""
+    return LeaseLostError(
+        f"this process lost its lease on run {run_id}: it sent no heartbeat for longer than its "
+        f"TTL, so the run went back to the queue ({holder or 'nobody'} holds it now); nothing "
+        "was written, and this process stops executing the run",
+        fix="let the new holder finish; if this worker was only slow, raise LIL_LEASE_TTL "
+        "(seconds) for every worker",
+        run_id=run_id,
+    )
+
+
 def worker_id() -> str:
     """A new worker's id: ``pid@host/random`` (people see ``pid@host``)."""
     import socket
@@ -143,11 +162,16 @@ class QueueBoard:
         self.starts: dict[str, deque[float]] = {}
         self.dirty: set[str] = set()
         self.dirty_queues: set[str] = set()
+        self.open_items = 0  # queued or claimed
+        self.open_bytes = 0
+        self.finished_order: deque[str] = deque()
 
     # -- what enqueuers and people do ----------------------------------------------------
 
     def declare(self, spec: QueueSpec) -> None:
         check_spec(spec)
+        if spec.name not in self.queues and len(self.queues) >= MAX_QUEUES:
+            raise JournalError(f"this journal has {MAX_QUEUES} queues: no more can be declared")
         if self.queues.get(spec.name) != spec:
             self.queues[spec.name] = spec
             self.dirty_queues.add(spec.name)
@@ -167,7 +191,19 @@ class QueueBoard:
         self.declare(spec)
         if item.run_id in self.items:
             return False
-        self.items[item.run_id] = item._replace(queue=spec.name, state="queued")
+        size = _size(item)
+        if self.open_items >= MAX_ITEMS or self.open_bytes + size > MAX_BOARD_BYTES:
+            raise JournalError(
+                f"the journal's queues hold {self.open_items} unfinished runs "
+                f"({self.open_bytes >> 20} MB): no more can be queued now",
+                fix="start more workers (`lil worker`) or wait for the queues to drain",
+            )
+        self.items[item.run_id] = item._replace(
+            queue=spec.name, state="queued", claimed_by=None, claimed_at=None, finished=None,
+            outcome=None,
+        )  # fmt: skip
+        self.open_items += 1
+        self.open_bytes += size
         self.dirty.add(item.run_id)
         return True
 
@@ -176,6 +212,10 @@ class QueueBoard:
     def beat(self, worker: WorkerInfo, now: float, session: str | None = None) -> list[str]:
         """Register or refresh a worker; return the runs it believes it holds but does not."""
         old = self.workers.get(worker.worker)
+        if old is None and len(self.workers) >= MAX_WORKERS:
+            self._forget_lapsed(now)
+            if len(self.workers) >= MAX_WORKERS:
+                raise JournalError(f"this journal has {MAX_WORKERS} workers: no more may join")
         started = old.started if old is not None else worker.started
         state = "draining" if worker.state == "draining" else "running"
         held = self.held_by(worker.worker)
@@ -267,9 +307,22 @@ class QueueBoard:
             new = item._replace(state="queued", claimed_by=None, claimed_at=None)
         else:
             new = item._replace(state="finished", finished=now, outcome=outcome)
+            self.open_items -= 1
+            self.open_bytes -= _size(item)
+            self.finished_order.append(run_id)
+            while len(self.finished_order) > KEEP_FINISHED:
+                old = self.finished_order.popleft()
+                if old in self.items and self.items[old].state == "finished":
+                    del self.items[old]
         self.items[run_id] = new
         self.dirty.add(run_id)
         return True
+
+    def _forget_lapsed(self, now: float) -> None:
+        for w in list(self.workers.values()):
+            if now - w.heartbeat > max(w.ttl, 600.0) and not self.held_by(w.worker):
+                del self.workers[w.worker]
+                self.sessions.pop(w.worker, None)
 
     def leave(self, worker: str) -> list[str]:
         """A worker is gone (it said so, or its process's connections closed): its claims go
@@ -292,13 +345,20 @@ class QueueBoard:
                 freed += self.leave(worker)
         return freed
 
-    def newly_lapsed(self, now: float) -> list[WorkerInfo]:
-        """Workers whose TTL ran out since they last beat (they stay listed, as lapsed)."""
+    def newly_lapsed(self, now: float) -> list[tuple[WorkerInfo, str | None, list[str]]]:
+        """Workers whose TTL ran out since they last beat: they stay listed (as lapsed), their
+        claims go back to the queue. Each with its session and the runs it held."""
         out = []
         for w in list(self.workers.values()):
             if w.state != "lapsed" and now - w.heartbeat > w.ttl:
                 self.workers[w.worker] = w._replace(state="lapsed")
-                out.append(w)
+                freed = sorted(self.held_by(w.worker))
+                for run_id in freed:
+                    self.items[run_id] = self.items[run_id]._replace(
+                        state="queued", claimed_by=None, claimed_at=None
+                    )
+                    self.dirty.add(run_id)
+                out.append((w, self.sessions.get(w.worker), freed))
         return out
 
     # -- what people read ---------------------------------------------------------------
@@ -365,6 +425,11 @@ class QueueBoard:
                 self.paused.add(spec.name)
         for item in items:
             self.items[item.run_id] = item
+            if item.state == "finished":
+                self.finished_order.append(item.run_id)
+            else:
+                self.open_items += 1
+                self.open_bytes += _size(item)
             if item.state == "claimed" and item.claimed_by and item.claimed_by not in self.workers:
                 pid, _, host = item.claimed_by.split("/", 1)[0].partition("@")
                 self.workers[item.claimed_by] = WorkerInfo(
@@ -378,6 +443,82 @@ class QueueBoard:
                     DEFAULT_TTL,
                     "running",
                 )
+
+
+# -- the wire (the DuckDB owner's requests and replies): lists in field order, checked --------
+
+_OPT_S = (str, type(None))
+_OPT_I = (int, type(None))
+_OPT_F = (int, float, type(None))
+_SPEC_TYPES = ((str,), _OPT_I, _OPT_I, _OPT_I, (int, float), (bool,))
+_ITEM_TYPES = (
+    (str,), (str,), (str,), (str,), (int,), (str,), (int, float), _OPT_S, _OPT_F, (int,),
+    _OPT_F, _OPT_S, _OPT_S, (list, type(None)),
+)  # fmt: skip
+_WORKER_TYPES = (
+    (str,), (str,), (int,), (list,), (int,), (int, float), (int, float), (int, float), (str,),
+    (list,),
+)  # fmt: skip
+MAX_ITEM_BYTES = 1 << 20  # a queued run's entry and arguments: pass bigger data by reference
+
+
+def to_wire(value: NamedTuple) -> list[Any]:
+    """A spec, item or worker as a list (tuples as lists)."""
+    return [list(v) if isinstance(v, tuple) else v for v in value]
+
+
+def _checked(what: str, obj: object, types: Sequence[tuple[type, ...]]) -> list[Any]:
+    if not isinstance(obj, list) or len(obj) != len(types):
+        raise JournalError(f"a queue {what} must be a list of {len(types)} fields")
+    for i, (value, allowed) in enumerate(zip(obj, types, strict=True)):
+        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
+            raise JournalError(f"a queue {what}'s field {i} has the wrong type")
+        if type(value) is int and not -(2**62) < value < 2**62:
+            raise JournalError(f"a queue {what}'s field {i} is out of range")
+        if isinstance(value, float) and value != value:
+            raise JournalError(f"a queue {what}'s field {i} is NaN")
+        if isinstance(value, str):
+            check_text(value, f"a queue {what}'s field {i}")
+    return obj
+
+
+def spec_from(obj: object) -> QueueSpec:
+    return check_spec(QueueSpec(*_checked("spec", obj, _SPEC_TYPES)))
+
+
+def item_from(obj: object) -> QueueItem:
+    fields = _checked("item", obj, _ITEM_TYPES)
+    args = fields[-1]
+    if args is not None:
+        if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], bytes):
+            raise JournalError("a queue item's arguments must be [codec, bytes]")
+        fields[-1] = (args[0], args[1])
+    item = QueueItem(*fields)
+    size = len(item.entry or "") + (len(item.args[1]) if item.args else 0)
+    if size > MAX_ITEM_BYTES:
+        raise JournalError(
+            f"run {item.run_id}: its entry point and arguments take {size} bytes, more than a "
+            f"queued run may ({MAX_ITEM_BYTES})",
+            fix="pass large data by reference (a path, a URL, an id) and load it in a step",
+        )
+    if item.state not in ITEM_STATES:
+        raise JournalError(f"a queue item's state must be one of {sorted(ITEM_STATES)}")
+    return item
+
+
+def worker_from(obj: object) -> WorkerInfo:
+    fields = _checked("worker", obj, _WORKER_TYPES)
+    for i in (3, 9):
+        if len(fields[i]) > 10_000 or not all(isinstance(v, str) for v in fields[i]):
+            raise JournalError("a worker's queues and runs must be lists of names")
+        for v in fields[i]:
+            check_text(v, "a worker's queue or run")
+        fields[i] = tuple(fields[i])
+    return WorkerInfo(*fields)
+
+
+def _size(item: QueueItem) -> int:
+    return 200 + len(item.entry or "") + (len(item.args[1]) if item.args else 0)
 
 
 def items_of(rows: Sequence[Any]) -> list[QueueItem]:

@@ -20,6 +20,7 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.journal._contract import RunState, StepRecord
+from letitloop.journal._queues import fenced_error
 from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
@@ -54,6 +55,7 @@ class RunEntry:
         # after an owner restart: "pid@host" of the process that last started this running run;
         # it may still be executing it, so nobody else gets the run until it is gone
         self.orphan_of: str | None = None
+        self.fenced: str | None = None  # the session whose lease was revoked (a lapsed worker)
         self.started_by: str | None = None
         self.current: str | None = None
         self.last_lsn = 0  # the owner's: position of this run's newest record in its log
@@ -185,13 +187,19 @@ class JournalState:
             self.runs[run_id].invocation = None
         return freed
 
+    def revoke_session(self, session: str) -> list[str]:
+        """Take a frozen worker's leases (its TTL ran out): its writes are refused from now on."""
+        for run_id in (freed := self.release_session(session)):
+            self.runs[run_id].fenced = session
+        return freed
+
     def relock(
         self, run_ids: list[str], session: str, invocations: dict[str, str] | None = None
     ) -> None:
         """Re-take leases after a reconnect (the owner restarted); fails if someone else has one."""
         for run_id in run_ids:
             holder = self.lease_holder(run_id)
-            if holder not in (None, session):
+            if holder not in (None, session) or self.runs[run_id].fenced == session:
                 raise RunLockedError(
                     f"run {run_id} was taken over by {holder_label(holder)} while the journal "
                     "owner restarted; this process stops executing it",
@@ -261,7 +269,7 @@ class JournalState:
         }
         self.apply(validate(rec))
         entry = self.runs[run_id]
-        entry.holder, entry.invocation = session, invocation
+        entry.holder, entry.invocation, entry.fenced = session, invocation, None
         return entry.wire(), [rec]
 
     def check(self, rec: Record, session: str | None) -> bool:
@@ -319,6 +327,8 @@ class JournalState:
             if k == "resolve":
                 self._check_resolve(entry, rec)
             return True
+        if entry.holder != session and entry.fenced == session and session is not None:
+            raise fenced_error(run_id, holder_label(entry.holder) if entry.holder else None)
         if entry.holder != session:  # every kind: a run's header (entry, arguments) too
             raise RunLockedError(
                 f"this process does not hold run {run_id} (held by "
