@@ -538,7 +538,7 @@ class QueueJournal(_Located, Protocol):
         that lapsed), within each queue's pause and limits."""
         ...
 
-    def beat(self, worker: WorkerInfo) -> list[str]:
+    def beat_worker(self, worker: WorkerInfo) -> list[str]:
         """Heartbeat ``worker``; the runs of ``worker.runs`` it no longer holds (taken over)."""
         ...
 

@@ -31,7 +31,7 @@ class MemoryQueues:
         with self.store.cond:
             return self.store.board.claim(worker, n, time.time(), self.session)
 
-    def beat(self, worker: WorkerInfo) -> list[str]:
+    def beat_worker(self, worker: WorkerInfo) -> list[str]:
         with self.store.cond:
             return self.store.board.beat(worker, time.time(), self.session)
 

@@ -225,7 +225,7 @@ class Worker:
         period = max(0.05, self.opts.ttl / 3)
         while not self.stopped.wait(period):
             try:
-                lost = self.journal.beat(self.info())
+                lost = self.journal.beat_worker(self.info())
             except LetItLoopError:
                 continue  # the journal is away: the next claim or write reconnects
             for run_id in lost:

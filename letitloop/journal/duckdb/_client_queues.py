@@ -15,6 +15,7 @@ from letitloop.journal._queues import (
     QueueItem,
     QueueSpec,
     WorkerInfo,
+    check_spec,
     items_of,
     to_wire,
 )
@@ -36,12 +37,13 @@ class OwnerQueues:
         return self._call({"op": "queue", "act": act, **fields})  # type: ignore[no-any-return]
 
     def enqueue(self, spec: QueueSpec, item: QueueItem) -> bool:
+        check_spec(spec)  # a bad spec is the caller's ConfigError, said before anything is sent
         return bool(self._q("enqueue", spec=to_wire(spec), item=to_wire(item))["new"])
 
     def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
         return _items(self._q("claim", worker=to_wire(worker), n=n)["items"])
 
-    def beat(self, worker: WorkerInfo) -> list[str]:
+    def beat_worker(self, worker: WorkerInfo) -> list[str]:
         return list(self._q("beat", worker=to_wire(worker))["lost"])
 
     def finish_item(self, worker: str, run_id: str, outcome: str) -> bool:
