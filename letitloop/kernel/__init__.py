@@ -67,7 +67,7 @@ _EXPORTS = {
         ("fork_run", "run_fork", "fork_thread", "ForkedRun", "describe_origin"),
         "letitloop.kernel._fork",
     ),
-    **dict.fromkeys(("resume_run", "resume_refusal"), "letitloop.kernel._resume"),
+    **dict.fromkeys(("resume_run", "resume_refusal", "load_entry"), "letitloop.kernel._resume"),
     **dict.fromkeys(("MapUpdate", "map_observer_var"), "letitloop.kernel._fanout"),
     **dict.fromkeys(("fields", "replace", "frozen"), "letitloop.kernel._frozen"),
     **dict.fromkeys(("RestartPolicy",), "letitloop.kernel._restarts"),
@@ -145,6 +145,7 @@ if TYPE_CHECKING:
         RestartPolicy as RestartPolicy,
     )
     from letitloop.kernel._resume import (
+        load_entry as load_entry,
         resume_refusal as resume_refusal,
         resume_run as resume_run,
     )

@@ -48,6 +48,7 @@ class RunHandle:
         self.journal = journal
         self.run_id = run_id
         self._future = future
+        self.new = True  # False when enqueue found the run queued already (dedup)
 
     def __repr__(self) -> str:
         return f"<RunHandle {self.run_id} {self.status()}>"
@@ -188,8 +189,9 @@ class Queue:
             entry=sign_entry(inv.codec, inv.run_id, inv.workflow, entry, inv.args),
             args=inv.args,
         )
-        journal.enqueue(self.spec, item)
-        return RunHandle(journal, inv.run_id)
+        handle = RunHandle(journal, inv.run_id)
+        handle.new = journal.enqueue(self.spec, item)
+        return handle
 
 
 def _prepare(

@@ -20,6 +20,9 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
     history     Decision, decisions, decision_json, StepOutput, step_output, MAX_OUTPUT
     JSON        run_json, attempt_json, step_json, error_json, view_json, doubt_json,
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
+    queues      QueueSummary, WorkerSummary, queue_summaries, worker_summaries, find_queue,
+                queue_json, worker_json, item_json, holders, pause_queue, enqueue_by_name,
+                parse_arguments, limits_text
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
     cells       Claim, notebook_identity, path_key, claim, remembered_claim, owner_of, badge
@@ -108,6 +111,24 @@ _EXPORTS = {
     ),
     **dict.fromkeys(
         (
+            "QueueSummary",
+            "WorkerSummary",
+            "queue_summaries",
+            "worker_summaries",
+            "find_queue",
+            "queue_json",
+            "worker_json",
+            "item_json",
+            "holders",
+            "pause_queue",
+            "enqueue_by_name",
+            "parse_arguments",
+            "limits_text",
+        ),
+        "letitloop.operate._queues",
+    ),
+    **dict.fromkeys(
+        (
             "Claim",
             "claim",
             "remembered_claim",
@@ -168,6 +189,21 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from letitloop.operate._queues import (
+        QueueSummary as QueueSummary,
+        WorkerSummary as WorkerSummary,
+        enqueue_by_name as enqueue_by_name,
+        find_queue as find_queue,
+        holders as holders,
+        item_json as item_json,
+        limits_text as limits_text,
+        parse_arguments as parse_arguments,
+        pause_queue as pause_queue,
+        queue_json as queue_json,
+        queue_summaries as queue_summaries,
+        worker_json as worker_json,
+        worker_summaries as worker_summaries,
+    )
     from letitloop.operate._actions import (
         Outcome as Outcome,
         Resume as Resume,
