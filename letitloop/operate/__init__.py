@@ -23,6 +23,7 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
     queues      QueueSummary, WorkerSummary, queue_summaries, worker_summaries, find_queue,
                 queue_json, worker_json, item_json, holders, pause_queue, enqueue_by_name,
                 parse_arguments, limits_text
+    metrics     Family, collect, BUCKETS (what `lil metrics` exports)
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
     cells       Claim, notebook_identity, path_key, claim, remembered_claim, owner_of, badge
@@ -101,6 +102,7 @@ _EXPORTS = {
         ),
         _ACTIONS,
     ),
+    **dict.fromkeys(("Family", "collect", "BUCKETS"), "letitloop.operate._metrics"),
     **dict.fromkeys(
         ("start_task", "TaskStart", "task_command", "propose_splice", "check_receipt"),
         "letitloop.operate._project",
@@ -189,6 +191,11 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from letitloop.operate._metrics import (
+        BUCKETS as BUCKETS,
+        Family as Family,
+        collect as collect,
+    )
     from letitloop.operate._queues import (
         QueueSummary as QueueSummary,
         WorkerSummary as WorkerSummary,
