@@ -95,6 +95,16 @@ class RunHandle:
         try:
             info = self.journal.get_run(self.run_id).run
         except Exception:
+            info = None
+        if info is None or info.status not in ("cancelled", "failed"):
+            if item is not None and item.outcome not in (None, "completed", "suspended"):
+                raise RunFailedError(  # the worker could not run it (see the worker's log)
+                    f"run {self.run_id} was {item.outcome} by its worker "
+                    f"{(item.claimed_by or '?').split('/', 1)[0]}",
+                    fix="see the worker's log (a workflow that cannot be imported there, an "
+                    f"entry point refused, a side effect in doubt: `lil effects list`)",
+                    run_id=self.run_id,
+                )
             return
         if info.status == "cancelled":
             raise cancelled_error(self.run_id, info.error)
