@@ -47,7 +47,7 @@ def _registry(journal: Journal) -> Any:
                 yield m
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(JournalCollector())  # type: ignore[arg-type]
+    registry.register(JournalCollector())
     return registry
 
 

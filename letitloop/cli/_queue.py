@@ -1,4 +1,4 @@
-"""``lil queue``, ``lil enqueue`` and ``lil worker``: queued runs and the processes that run them."""
+"""``lil queue``, ``lil enqueue`` and ``lil worker``: queued runs and who runs them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import click
 from letitloop.cli import _output as out
 from letitloop.cli._shared import journal_option, journal_spec, json_option, open_cli_journal
 from letitloop.operate import (
+    duration as fmt_duration,
     enqueue_by_name,
     find_queue,
     item_json,
@@ -22,7 +23,6 @@ from letitloop.operate import (
     worker_json,
     worker_summaries,
 )
-from letitloop.operate import duration as fmt_duration
 
 
 @click.group()
@@ -45,7 +45,10 @@ def list_cmd(as_json: bool) -> None:
     queues, workers = queue_summaries(journal), worker_summaries(journal)
     if as_json:
         out.emit_json(
-            {"queues": [queue_json(q) for q in queues], "workers": [worker_json(w) for w in workers]}
+            {
+                "queues": [queue_json(q) for q in queues],
+                "workers": [worker_json(w) for w in workers],
+            }
         )
         return
     if not queues:

@@ -15,7 +15,6 @@ PostgreSQL makes the same decisions in SQL (``postgres._queues``).
 
 # no ``from __future__ import annotations``: NamedTuple fields are evaluated, see _contract
 import os
-import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -526,9 +525,5 @@ def items_of(rows: Sequence[Any]) -> list[QueueItem]:
     out = []
     for r in rows:
         *head, codec, data = r
-        out.append(QueueItem(*head, args=(codec, bytes(data)) if codec is not None else None))
+        out.append(QueueItem._make([*head, (codec, bytes(data)) if codec is not None else None]))
     return out
-
-
-def now() -> float:
-    return time.time()

@@ -201,8 +201,8 @@ class JournalState:
             holder = self.lease_holder(run_id)
             if holder not in (None, session) or self.runs[run_id].fenced == session:
                 raise RunLockedError(
-                    f"run {run_id} was taken over by {holder_label(holder)} while the journal "
-                    "owner restarted; this process stops executing it",
+                    f"run {run_id} was taken over by {holder_label(holder or 'another worker')} "
+                    "while the journal owner restarted; this process stops executing it",
                     fix="let the other process finish, then call the workflow again",
                     run_id=run_id,
                 )

@@ -102,7 +102,7 @@ class RunHandle:
                     f"run {self.run_id} was {item.outcome} by its worker "
                     f"{(item.claimed_by or '?').split('/', 1)[0]}",
                     fix="see the worker's log (a workflow that cannot be imported there, an "
-                    f"entry point refused, a side effect in doubt: `lil effects list`)",
+                    "entry point refused, a side effect in doubt: `lil effects list`)",
                     run_id=self.run_id,
                 )
             return
@@ -144,6 +144,7 @@ class Queue:
         priority: bool = False,
         journal: JournalSpec = None,
     ) -> None:
+        n: int | None
         if isinstance(limit, tuple):
             if len(limit) != 2:
                 raise ConfigError(

@@ -191,26 +191,6 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from letitloop.operate._metrics import (
-        BUCKETS as BUCKETS,
-        Family as Family,
-        collect as collect,
-    )
-    from letitloop.operate._queues import (
-        QueueSummary as QueueSummary,
-        WorkerSummary as WorkerSummary,
-        enqueue_by_name as enqueue_by_name,
-        find_queue as find_queue,
-        holders as holders,
-        item_json as item_json,
-        limits_text as limits_text,
-        parse_arguments as parse_arguments,
-        pause_queue as pause_queue,
-        queue_json as queue_json,
-        queue_summaries as queue_summaries,
-        worker_json as worker_json,
-        worker_summaries as worker_summaries,
-    )
     from letitloop.operate._actions import (
         Outcome as Outcome,
         Resume as Resume,
@@ -279,12 +259,32 @@ if TYPE_CHECKING:
         decisions as decisions,
         step_output as step_output,
     )
+    from letitloop.operate._metrics import (
+        BUCKETS as BUCKETS,
+        Family as Family,
+        collect as collect,
+    )
     from letitloop.operate._project import (
         TaskStart as TaskStart,
         check_receipt as check_receipt,
         propose_splice as propose_splice,
         start_task as start_task,
         task_command as task_command,
+    )
+    from letitloop.operate._queues import (
+        QueueSummary as QueueSummary,
+        WorkerSummary as WorkerSummary,
+        enqueue_by_name as enqueue_by_name,
+        find_queue as find_queue,
+        holders as holders,
+        item_json as item_json,
+        limits_text as limits_text,
+        parse_arguments as parse_arguments,
+        pause_queue as pause_queue,
+        queue_json as queue_json,
+        queue_summaries as queue_summaries,
+        worker_json as worker_json,
+        worker_summaries as worker_summaries,
     )
     from letitloop.operate._runs import (
         ACTIONS as ACTIONS,

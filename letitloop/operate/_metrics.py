@@ -9,6 +9,7 @@ hosts, states): never a run id, a worker id or anything that grows with the numb
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from letitloop.errors import LetItLoopError
@@ -25,7 +26,7 @@ class Family(NamedTuple):
     kind: str
     help: str
     labels: tuple[str, ...]
-    samples: list[tuple[tuple[str, ...], Any]]
+    samples: Sequence[tuple[tuple[str, ...], Any]]
 
 
 def _sql(journal: Journal, sql: str) -> list[tuple[Any, ...]] | None:
@@ -43,9 +44,12 @@ def collect(journal: Journal, now: float | None = None) -> list[Family]:
     if rows is not None:
         out.append(
             Family(
-                "lil_runs", "gauge", "Runs by workflow and status.", ("workflow", "state"),
+                "lil_runs",
+                "gauge",
+                "Runs by workflow and status.",
+                ("workflow", "state"),
                 [((str(w), str(s)), int(n)) for w, s, n in rows],
-            )  # fmt: skip
+            )
         )
     out += _steps(journal)
     out += _approvals(journal, now)
@@ -97,32 +101,42 @@ def _steps(journal: Journal) -> list[Family]:
     if dead is not None:
         families.append(
             Family(
-                "lil_dead_letters", "counter", "Steps that used up their attempts.",
-                ("workflow", "step"), [((str(w), str(s)), int(c)) for w, s, c in dead],
-            )  # fmt: skip
+                "lil_dead_letters",
+                "counter",
+                "Steps that used up their attempts.",
+                ("workflow", "step"),
+                [((str(w), str(s)), int(c)) for w, s, c in dead],
+            )
         )
     if models is not None:
         families.append(
             Family(
-                "lil_cost_usd", "counter", "Spend recorded by steps, by model (USD).", ("model",),
+                "lil_cost_usd",
+                "counter",
+                "Spend recorded by steps, by model (USD).",
+                ("model",),
                 [((str(m),), int(c) / 1e6) for m, c, _i, _o in models],
-            )  # fmt: skip
+            )
         )
         families.append(
             Family(
-                "lil_tokens", "counter", "Tokens recorded by steps, by model and direction.",
+                "lil_tokens",
+                "counter",
+                "Tokens recorded by steps, by model and direction.",
                 ("model", "direction"),
                 [((str(m), "in"), int(i)) for m, _c, i, _o in models]
                 + [((str(m), "out"), int(o)) for m, _c, _i, o in models],
-            )  # fmt: skip
+            )
         )
     if waits is not None:
         families.append(
             Family(
-                "lil_rate_limit_waits", "counter",
-                "Times a step waited for a shared rate limit, by step name.", ("step",),
+                "lil_rate_limit_waits",
+                "counter",
+                "Times a step waited for a shared rate limit, by step name.",
+                ("step",),
                 [((str(s),), int(c)) for s, c in waits],
-            )  # fmt: skip
+            )
         )
     return families
 

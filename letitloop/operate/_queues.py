@@ -156,9 +156,7 @@ def item_json(i: QueueItem) -> dict[str, Any]:
 
 def holders(journal: Journal) -> dict[str, str]:
     """Which worker (pid@host) holds each claimed run: for run lists and lenses."""
-    return {
-        run: w.worker.split("/", 1)[0] for w in journal.workers() for run in w.runs
-    }
+    return {run: w.worker.split("/", 1)[0] for w in journal.workers() for run in w.runs}
 
 
 def pause_queue(journal: Journal, name: str, *, paused: bool = True) -> Outcome:

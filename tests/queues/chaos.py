@@ -291,4 +291,3 @@ def report(
         "max_per_pid": counts.max_per_pid,
         "output": fleet.output,
     }
-

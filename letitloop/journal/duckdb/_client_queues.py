@@ -56,9 +56,7 @@ class OwnerQueues:
         self._q("pause", name=name, paused=paused)
 
     def queues(self) -> list[QueueInfo]:
-        return [
-            QueueInfo(QueueSpec(*spec), *rest) for spec, *rest in self._q("queues")["queues"]
-        ]
+        return [QueueInfo(QueueSpec(*spec), *rest) for spec, *rest in self._q("queues")["queues"]]
 
     def queue_items(
         self, *, queue: str | None = None, state: str | None = None, limit: int = 100
@@ -71,7 +69,7 @@ class OwnerQueues:
 
     def workers(self) -> list[WorkerInfo]:
         return [
-            WorkerInfo(*w[:3], tuple(w[3]), *w[4:9], tuple(w[9]))
+            WorkerInfo._make([*w[:3], tuple(w[3]), *w[4:9], tuple(w[9])])
             for w in self._q("workers")["workers"]
         ]
 

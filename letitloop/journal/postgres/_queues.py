@@ -251,7 +251,7 @@ class PgQueues:
                 "i.claimed_by = w.worker AND i.state = 'claimed' GROUP BY w.worker "
                 "ORDER BY w.started"
             ).fetchall()
-            return [WorkerInfo(*r[:3], tuple(r[3]), *r[4:9], tuple(r[9])) for r in rows]
+            return [WorkerInfo._make([*r[:3], tuple(r[3]), *r[4:9], tuple(r[9])]) for r in rows]
 
         return list(self._run(go))
 
