@@ -187,12 +187,6 @@ class JournalState:
             self.runs[run_id].invocation = None
         return freed
 
-    def revoke_session(self, session: str) -> list[str]:
-        """Take a frozen worker's leases (its TTL ran out): its writes are refused from now on."""
-        for run_id in (freed := self.release_session(session)):
-            self.runs[run_id].fenced = session
-        return freed
-
     def relock(
         self, run_ids: list[str], session: str, invocations: dict[str, str] | None = None
     ) -> None:

@@ -133,7 +133,8 @@ class QueueOps(OwnerBase):
             changed = True
             if session is None:
                 continue
-            for run_id in self.state.revoke_session(session):
+            for run_id in self.state.release_session(session):  # fenced: refused from now on
+                self.state.runs[run_id].fenced = session
                 self._wake_waiters(run_id)
         if changed:
             self._queue_persist(None, None, {}, [])
