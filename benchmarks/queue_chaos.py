@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.pg_cluster import open_server, with_database  # noqa: E402
-from tests.queues.chaos import chaos  # noqa: E402
+from tests.pg_cluster import open_server, with_database
+from tests.queues.chaos import chaos
 
 
 def main() -> None:
