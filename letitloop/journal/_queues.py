@@ -136,6 +136,23 @@ def fenced_error(run_id: str, holder: str | None) -> LeaseLostError:
     )
 
 
+def process_alive(label: str) -> bool:
+    """Whether the process 'pid@host' is alive; a process on another host is assumed gone."""
+    import os
+    import socket
+
+    pid, _, host = label.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def worker_id() -> str:
     """A new worker's id: ``pid@host/random`` (people see ``pid@host``)."""
     import socket

@@ -20,7 +20,7 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.journal._contract import RunState, StepRecord
-from letitloop.journal._queues import fenced_error
+from letitloop.journal._queues import fenced_error, process_alive
 from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
@@ -135,23 +135,6 @@ def run_state(wire: dict[str, Any]) -> RunState:
         args=(args[0], args[1]) if (args := wire.get("args")) else None,
         forked=bool(wire.get("forked")),
     )
-
-
-def process_alive(label: str) -> bool:
-    """Whether the process 'pid@host' is alive; a process on another host is assumed gone."""
-    import os
-    import socket
-
-    pid, _, host = label.partition("@")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def holder_label(session: str) -> str:
@@ -321,8 +304,8 @@ class JournalState:
             if k == "resolve":
                 self._check_resolve(entry, rec)
             return True
-        if entry.holder != session and entry.fenced == session and session is not None:
-            raise fenced_error(run_id, holder_label(entry.holder) if entry.holder else None)
+        if entry.holder != session and entry.fenced == session and session:  # a lapsed worker
+            raise fenced_error(run_id, entry.holder and holder_label(entry.holder))
         if entry.holder != session:  # every kind: a run's header (entry, arguments) too
             raise RunLockedError(
                 f"this process does not hold run {run_id} (held by "
