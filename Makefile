@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the test suite needs (installed with apt-get when missing).
-SYSTEM_PACKAGES := chromium tmux neovim postgresql
+SYSTEM_PACKAGES := chromium tmux neovim postgresql prometheus
 
 .PHONY: demo jupyter-dev test docs install system-deps lint typecheck pytest bench bench-postgres bench-peers bench-durability clean labextension vscode adapters
 

@@ -44,6 +44,8 @@ _EXPORTS = {
     "suspend": "letitloop.kernel._human",
     "Decision": "letitloop.kernel._human",
     "supervise": "letitloop.kernel._supervise",
+    "Queue": "letitloop.kernel._queue",
+    "RunHandle": "letitloop.kernel._queue",
     "fork_run": "letitloop.kernel._fork",
     "run_fork": "letitloop.kernel._fork",
     "fork_thread": "letitloop.kernel._fork",
@@ -104,6 +106,10 @@ if TYPE_CHECKING:
         Invalid as Invalid,
         Retry as Retry,
         StepOptions as StepOptions,
+    )
+    from letitloop.kernel._queue import (
+        Queue as Queue,
+        RunHandle as RunHandle,
     )
     from letitloop.kernel._runtime import (
         durable as durable,

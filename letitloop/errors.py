@@ -23,6 +23,8 @@ imports it, and it imports nothing of letitloop).
     ├── SupervisorError             a supervised process kept crashing, or cannot be supervised
     ├── MapItemError                an item of step.map failed (the others stay journaled)
     ├── ContextBudgetError          assembled context cannot fit its token budget (before any call)
+    ├── RunFailedError              a run waited for (a queued or started run's handle) failed
+    ├── ResultTimeoutError          a handle's result did not come in time (a TimeoutError)
     ├── ReplayedStepError           a journaled step failure, replayed, whose exception is lost
     └── CodecError                  a value cannot be stored or loaded
         ├── UnencodableError            the value's type has no safe encoding
@@ -280,3 +282,15 @@ class MapItemError(LetItLoopError):
     """An item of ``step.map`` failed; the map step fails with the first failure in item order."""
 
     title = "a mapped item failed"
+
+
+class RunFailedError(LetItLoopError):
+    """A run whose result was waited for (``handle.result()``) failed, or was cancelled."""
+
+    title = "run failed"
+
+
+class ResultTimeoutError(LetItLoopError, TimeoutError):
+    """``handle.result(timeout=)`` ran out of time; the run goes on (it is not cancelled)."""
+
+    title = "result not ready"

@@ -42,6 +42,11 @@ COMMANDS = {
         "Run a durable pipeline for real, SIGKILL it mid-run, resume it, and show what happened.",
     ),
     "effects": ("letitloop.cli._effects", "effects", "Find and resolve side effects in doubt."),
+    "enqueue": (
+        "letitloop.cli._queue",
+        "enqueue_cmd",
+        "Queue a call of a durable workflow (MODULE:FN ARGS) for a worker.",
+    ),
     "journal": ("letitloop.cli._journal", "journal", "The journal file and its owner process."),
     "limits": (
         "letitloop.cli._notify",
@@ -58,11 +63,17 @@ COMMANDS = {
         "mcp",
         "Serve the journal to coding agents over the Model Context Protocol (stdio, or --http).",
     ),
+    "metrics": (
+        "letitloop.cli._metrics",
+        "metrics_cmd",
+        "Serve Prometheus metrics of the journal (runs, steps, queues, workers, cost).",
+    ),
     "notify": (
         "letitloop.cli._notify",
         "notify",
         "See the notification outbox and retry failed webhooks.",
     ),
+    "queue": ("letitloop.cli._queue", "queue", "See queues and workers; pause or resume a queue."),
     "receipt": ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it."),
     "report": (
         "letitloop.cli._report",
@@ -80,6 +91,11 @@ COMMANDS = {
         "letitloop.cli._tui",
         "tui",
         "Open the terminal dashboard (runs, approvals, effects, splices).",
+    ),
+    "worker": (
+        "letitloop.cli._queue",
+        "worker_cmd",
+        "Claim queued runs (and orphaned ones) and execute them; SIGTERM drains.",
     ),
     "watch": (
         "letitloop.cli._watch",

@@ -22,11 +22,13 @@ _EXPORTS = {
     "Executor": "letitloop.distributed._executor",
     "ThreadExecutor": "letitloop.distributed._executor",
     "DaskExecutor": "letitloop.distributed._dask",
+    "dask_execute": "letitloop.distributed._queue_runs",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from letitloop.distributed._dask import DaskExecutor
     from letitloop.distributed._executor import Executor, ThreadExecutor
+    from letitloop.distributed._queue_runs import dask_execute as dask_execute
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -17,7 +17,9 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
                 items (item_key, MapItems, map_items), shared limits (check_name, check_rate,
                 check_tokens), approvals (approval_id, approval_request, parse_timeout,
                 check_on_timeout, check_payload, payload_json, match_approval), the outbox
-                (classify), MemoryJournal, copy_journal and CopyOptions, the analytics report
+                (classify), queued runs and workers (QueueSpec, QueueItem, QueueInfo,
+                WorkerInfo, QueueBoard, check_spec, worker_id, OUTCOMES), MemoryJournal,
+                copy_journal and CopyOptions, the analytics report
                 (Summary, summary, Recipe, recipe, RECIPES, select, read_query, Table,
                 parse_since, export_parquet)
 """
@@ -51,6 +53,7 @@ _EXPORTS = {
             "CheckpointJournal",
             "LimitJournal",
             "OutboxJournal",
+            "QueueJournal",
             "AdminJournal",
             "Subscription",
             "Encoded",
@@ -105,6 +108,19 @@ _EXPORTS = {
         "letitloop.journal._approvals",
     ),
     "classify": "letitloop.journal._outbox",
+    **dict.fromkeys(
+        (
+            "QueueSpec",
+            "QueueItem",
+            "QueueInfo",
+            "WorkerInfo",
+            "QueueBoard",
+            "check_spec",
+            "worker_id",
+            "OUTCOMES",
+        ),
+        "letitloop.journal._queues",
+    ),
     "MemoryJournal": "letitloop.journal._memory",
     "copy_journal": "letitloop.journal._copy",
     "CopyOptions": "letitloop.journal._copy",
@@ -177,6 +193,7 @@ if TYPE_CHECKING:
         OutboxJournal as OutboxJournal,
         Proposal as Proposal,
         ProposalJournal as ProposalJournal,
+        QueueJournal as QueueJournal,
         ReadJournal as ReadJournal,
         RunDetail as RunDetail,
         RunInfo as RunInfo,
@@ -217,6 +234,16 @@ if TYPE_CHECKING:
         call_preview as call_preview,
         preview as preview,
         short_repr as short_repr,
+    )
+    from letitloop.journal._queues import (
+        OUTCOMES as OUTCOMES,
+        QueueBoard as QueueBoard,
+        QueueInfo as QueueInfo,
+        QueueItem as QueueItem,
+        QueueSpec as QueueSpec,
+        WorkerInfo as WorkerInfo,
+        check_spec as check_spec,
+        worker_id as worker_id,
     )
     from letitloop.journal._records import (
         MAX_BUDGET_TOKENS as MAX_BUDGET_TOKENS,

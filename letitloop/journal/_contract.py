@@ -19,6 +19,7 @@ run until ``release_run`` or until the process dies (the owner notices the close
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
+from letitloop.journal._queues import QueueInfo, QueueItem, QueueSpec, WorkerInfo
 from letitloop.journal._records import Record
 
 Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
@@ -525,6 +526,43 @@ class OutboxJournal(_Located, Protocol):
         ...
 
 
+class QueueJournal(_Located, Protocol):
+    """Queued runs and workers (``journal._queues``): enqueue, claim, heartbeat, finish."""
+
+    def enqueue(self, spec: QueueSpec, item: QueueItem) -> bool:
+        """Queue a run durably (declaring the queue); False if that run was queued before."""
+        ...
+
+    def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
+        """Heartbeat ``worker`` and claim up to ``n`` runs for it (queued, or held by a worker
+        that lapsed), within each queue's pause and limits."""
+        ...
+
+    def beat_worker(self, worker: WorkerInfo) -> list[str]:
+        """Heartbeat ``worker``; the runs of ``worker.runs`` it no longer holds (taken over)."""
+        ...
+
+    def finish_item(self, worker: str, run_id: str, outcome: str) -> bool:
+        """Finish a claimed run with its outcome, or ``released``: back to the queue."""
+        ...
+
+    def leave_worker(self, worker: str) -> None: ...  # what it holds goes back to the queue
+
+    def pause_queue(self, name: str, paused: bool) -> None: ...
+    def queues(self) -> list[QueueInfo]: ...
+
+    def queue_items(
+        self, *, queue: str | None = None, state: str | None = None, limit: int = 100
+    ) -> list[QueueItem]: ...
+
+    def queue_item(self, run_id: str) -> QueueItem | None: ...
+    def workers(self) -> list[WorkerInfo]: ...
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Return when a run may have been queued (or at ``timeout``): idle workers sleep here."""
+        ...
+
+
 class AdminJournal(_Located, Protocol):
     """Keeping the journal: copies, garbage collection, closing."""
 
@@ -553,6 +591,7 @@ class Journal(
     CheckpointJournal,
     LimitJournal,
     OutboxJournal,
+    QueueJournal,
     AdminJournal,
     Protocol,
 ):

@@ -34,7 +34,9 @@ from letitloop.journal._contract import (
 )
 from letitloop.journal._limits import Buckets
 from letitloop.journal._lookup import match_run as match_run  # every backend finds runs so
+from letitloop.journal._memory_queues import MemoryQueues
 from letitloop.journal._preview import preview
+from letitloop.journal._queues import QueueBoard
 from letitloop.journal._records import (
     CHECKPOINT_KINDS,
     Record,
@@ -68,6 +70,7 @@ class MemoryStore:
         self.approvals: dict[str, ApprovalInfo] = {}
         self.checkpoints = _checkpoints.MemoryCheckpoints()
         self.buckets = Buckets()
+        self.board = QueueBoard()
 
 
 class _Sub:
@@ -119,7 +122,7 @@ def entry_info(entry: RunEntry) -> RunInfo:
     )
 
 
-class MemoryJournal(RecordWrites):
+class MemoryJournal(RecordWrites, MemoryQueues):
     """See the module docstring."""
 
     location = ":memory:"

@@ -20,6 +20,7 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.journal._contract import RunState, StepRecord
+from letitloop.journal._queues import fenced_error, process_alive
 from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
@@ -54,6 +55,7 @@ class RunEntry:
         # after an owner restart: "pid@host" of the process that last started this running run;
         # it may still be executing it, so nobody else gets the run until it is gone
         self.orphan_of: str | None = None
+        self.fenced: str | None = None  # the session whose lease was revoked (a lapsed worker)
         self.started_by: str | None = None
         self.current: str | None = None
         self.last_lsn = 0  # the owner's: position of this run's newest record in its log
@@ -135,23 +137,6 @@ def run_state(wire: dict[str, Any]) -> RunState:
     )
 
 
-def process_alive(label: str) -> bool:
-    """Whether the process 'pid@host' is alive; a process on another host is assumed gone."""
-    import os
-    import socket
-
-    pid, _, host = label.partition("@")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def holder_label(session: str) -> str:
     """Sessions are 'pid@host/random'; people see 'pid@host'."""
     return session.split("/", 1)[0]
@@ -191,10 +176,10 @@ class JournalState:
         """Re-take leases after a reconnect (the owner restarted); fails if someone else has one."""
         for run_id in run_ids:
             holder = self.lease_holder(run_id)
-            if holder not in (None, session):
+            if holder not in (None, session) or self.runs[run_id].fenced == session:
                 raise RunLockedError(
-                    f"run {run_id} was taken over by {holder_label(holder)} while the journal "
-                    "owner restarted; this process stops executing it",
+                    f"run {run_id} was taken over by {holder_label(holder or 'another worker')} "
+                    "while the journal owner restarted; this process stops executing it",
                     fix="let the other process finish, then call the workflow again",
                     run_id=run_id,
                 )
@@ -261,7 +246,7 @@ class JournalState:
         }
         self.apply(validate(rec))
         entry = self.runs[run_id]
-        entry.holder, entry.invocation = session, invocation
+        entry.holder, entry.invocation, entry.fenced = session, invocation, None
         return entry.wire(), [rec]
 
     def check(self, rec: Record, session: str | None) -> bool:
@@ -319,6 +304,8 @@ class JournalState:
             if k == "resolve":
                 self._check_resolve(entry, rec)
             return True
+        if entry.holder != session and entry.fenced == session and session:  # a lapsed worker
+            raise fenced_error(run_id, entry.holder and holder_label(entry.holder))
         if entry.holder != session:  # every kind: a run's header (entry, arguments) too
             raise RunLockedError(
                 f"this process does not hold run {run_id} (held by "

@@ -29,6 +29,10 @@ _EXPORTS = {
     ),
     **dict.fromkeys(("step", "async_step", "code_digest"), "letitloop.kernel._steps"),
     **dict.fromkeys(("atomic_marker",), "letitloop.kernel._marker"),
+    **dict.fromkeys(("Queue", "RunHandle"), "letitloop.kernel._queue"),
+    **dict.fromkeys(
+        ("Worker", "WorkerOptions", "execute_item", "default_ttl"), "letitloop.kernel._worker"
+    ),
     **dict.fromkeys(
         (
             "current_step",
@@ -63,7 +67,7 @@ _EXPORTS = {
         ("fork_run", "run_fork", "fork_thread", "ForkedRun", "describe_origin"),
         "letitloop.kernel._fork",
     ),
-    **dict.fromkeys(("resume_run", "resume_refusal"), "letitloop.kernel._resume"),
+    **dict.fromkeys(("resume_run", "resume_refusal", "load_entry"), "letitloop.kernel._resume"),
     **dict.fromkeys(("MapUpdate", "map_observer_var"), "letitloop.kernel._fanout"),
     **dict.fromkeys(("fields", "replace", "frozen"), "letitloop.kernel._frozen"),
     **dict.fromkeys(("RestartPolicy",), "letitloop.kernel._restarts"),
@@ -133,10 +137,15 @@ if TYPE_CHECKING:
         budget_tokens as budget_tokens,
         usd_micros as usd_micros,
     )
+    from letitloop.kernel._queue import (
+        Queue as Queue,
+        RunHandle as RunHandle,
+    )
     from letitloop.kernel._restarts import (
         RestartPolicy as RestartPolicy,
     )
     from letitloop.kernel._resume import (
+        load_entry as load_entry,
         resume_refusal as resume_refusal,
         resume_run as resume_run,
     )
@@ -162,6 +171,12 @@ if TYPE_CHECKING:
     from letitloop.kernel._watch import (
         runs_started_by as runs_started_by,
         watch as watch,
+    )
+    from letitloop.kernel._worker import (
+        Worker as Worker,
+        WorkerOptions as WorkerOptions,
+        default_ttl as default_ttl,
+        execute_item as execute_item,
     )
 
 

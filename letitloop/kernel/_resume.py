@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 from typing import Any
 
 from letitloop.errors import ConfigError, LetItLoopError, RunLockedError
@@ -95,8 +96,16 @@ def resume_refusal(detail: RunDetail) -> LetItLoopError | None:
     return None
 
 
+_loading = threading.Lock()  # a worker's threads must not see a script half-imported
+
+
 def load_entry(entry: str, run_id: str) -> Any:
     """The object named by ``module:qualname`` or ``/path/script.py:qualname``."""
+    with _loading:
+        return _load(entry, run_id)
+
+
+def _load(entry: str, run_id: str) -> Any:
     module_name, _, qualname = entry.rpartition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller

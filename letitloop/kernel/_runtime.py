@@ -389,9 +389,17 @@ def durable(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
             return _run_sync(inv, None)
 
         wrapper.__letitloop_options__ = opts  # type: ignore[attr-defined]
+        wrapper.start = functools.partial(_start, wrapper)  # type: ignore[attr-defined]
         return wrapper
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _start(wrapper: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``workflow.start(*args)``: the call in a background thread; returns its RunHandle."""
+    from letitloop.kernel._queue import start
+
+    return start(wrapper, args, kwargs)
 
 
 def run_again(
@@ -401,6 +409,7 @@ def run_again(
     kwargs: Any,
     journal: Journal,
     key: str | None = None,
+    lock_timeout: float | None = None,
 ) -> tuple[str, Callable[[], Any]]:
     """The run id a durable function computes for these arguments under ``workflow``, and a
     call that runs it on ``journal`` (for ``lil runs resume``); ``key`` runs it under that run
@@ -413,6 +422,8 @@ def run_again(
         raise ConfigError(f"{getattr(fn, '__qualname__', fn)!r} is not a @durable function")
     if opts.journal is None:
         opts = replace(opts, journal=journal)
+    if lock_timeout is not None and lock_timeout > opts.lock_timeout:
+        opts = replace(opts, lock_timeout=lock_timeout)  # a worker waits out a lapsing lease
     inv = _Invocation(opts, inner, args, kwargs, workflow)
     if key is not None:
         inv.key, inv.run_id, inv.as_fork = key, f"{inv.workflow}:{key}", True
@@ -452,6 +463,7 @@ def durable_async(fn: Callable[..., Any] | None = None, /, **options: Any) -> An
             return await _run_async(inv, None)
 
         wrapper.__letitloop_options__ = opts  # type: ignore[attr-defined]
+        wrapper.start = functools.partial(_start, wrapper)  # type: ignore[attr-defined]
         return wrapper
 
     return wrap(fn) if fn is not None else wrap

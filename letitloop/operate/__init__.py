@@ -20,6 +20,10 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
     history     Decision, decisions, decision_json, StepOutput, step_output, MAX_OUTPUT
     JSON        run_json, attempt_json, step_json, error_json, view_json, doubt_json,
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
+    queues      QueueSummary, WorkerSummary, queue_summaries, worker_summaries, find_queue,
+                queue_json, worker_json, item_json, holders, pause_queue, enqueue_by_name,
+                parse_arguments, limits_text
+    metrics     Family, collect, BUCKETS (what `lil metrics` exports)
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
     cells       Claim, notebook_identity, path_key, claim, remembered_claim, owner_of, badge
@@ -98,6 +102,7 @@ _EXPORTS = {
         ),
         _ACTIONS,
     ),
+    **dict.fromkeys(("Family", "collect", "BUCKETS"), "letitloop.operate._metrics"),
     **dict.fromkeys(
         ("start_task", "TaskStart", "task_command", "propose_splice", "check_receipt"),
         "letitloop.operate._project",
@@ -105,6 +110,24 @@ _EXPORTS = {
     **dict.fromkeys(
         ("Decision", "decisions", "decision_json", "StepOutput", "step_output", "MAX_OUTPUT"),
         "letitloop.operate._history",
+    ),
+    **dict.fromkeys(
+        (
+            "QueueSummary",
+            "WorkerSummary",
+            "queue_summaries",
+            "worker_summaries",
+            "find_queue",
+            "queue_json",
+            "worker_json",
+            "item_json",
+            "holders",
+            "pause_queue",
+            "enqueue_by_name",
+            "parse_arguments",
+            "limits_text",
+        ),
+        "letitloop.operate._queues",
     ),
     **dict.fromkeys(
         (
@@ -236,12 +259,32 @@ if TYPE_CHECKING:
         decisions as decisions,
         step_output as step_output,
     )
+    from letitloop.operate._metrics import (
+        BUCKETS as BUCKETS,
+        Family as Family,
+        collect as collect,
+    )
     from letitloop.operate._project import (
         TaskStart as TaskStart,
         check_receipt as check_receipt,
         propose_splice as propose_splice,
         start_task as start_task,
         task_command as task_command,
+    )
+    from letitloop.operate._queues import (
+        QueueSummary as QueueSummary,
+        WorkerSummary as WorkerSummary,
+        enqueue_by_name as enqueue_by_name,
+        find_queue as find_queue,
+        holders as holders,
+        item_json as item_json,
+        limits_text as limits_text,
+        parse_arguments as parse_arguments,
+        pause_queue as pause_queue,
+        queue_json as queue_json,
+        queue_summaries as queue_summaries,
+        worker_json as worker_json,
+        worker_summaries as worker_summaries,
     )
     from letitloop.operate._runs import (
         ACTIONS as ACTIONS,

@@ -190,6 +190,7 @@ def test_accept_emfile_backs_off_and_keeps_serving(journal_path: Path) -> None:
 # -- the fuzzer ---------------------------------------------------------------------------------
 
 FUZZ_SECONDS = 12.0
+_WORKER = ["1@h/fuzz", "h", 1, ["fuzzq"], 2, 1.0, 1.0, 30.0, "running", []]
 _CORPUS: list[dict[str, Any]] = [
     {"op": "runs", "status": None, "workflow": None, "limit": 10},
     {"op": "run", "run": "fuzz:r"},
@@ -222,6 +223,19 @@ _CORPUS: list[dict[str, Any]] = [
     {"op": "capacity"},
     {"op": "notices", "state": None, "limit": 3},
     {"op": "notice_retry", "key": "k"},
+    {
+        "op": "queue",
+        "act": "enqueue",
+        "spec": ["fuzzq", 2, 1, None, 60.0, False],
+        "item": ["fuzz:q", "fuzzq", "fuzz", "q", 0, "queued", 1.0, None, None, 0, None, None]
+        + ["mod:fn|hmac=00", ["json", b"[[], {}]"]],
+    },
+    {"op": "queue", "act": "claim", "worker": _WORKER, "n": 2},
+    {"op": "queue", "act": "beat", "worker": _WORKER},
+    {"op": "queue", "act": "finish", "wid": "1@h/fuzz", "run": "fuzz:q", "outcome": "completed"},
+    {"op": "queue", "act": "items", "queue": "fuzzq", "state": None, "limit": 5},
+    {"op": "queue", "act": "workers"},
+    {"op": "queue", "act": "pause", "name": "fuzzq", "paused": False},
 ]
 _VALUES: list[Any] = [None, True, -1, 0, 2**63, 2**64 - 1, 1.5, float("nan"), "", "x" * 300, b"\0"]
 _VALUES += [[], [1, "a"], {}, {"k": "step"}, {"op": "stop"}]

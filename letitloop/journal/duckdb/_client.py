@@ -40,6 +40,7 @@ from letitloop.journal._records import (
 from letitloop.journal._state import run_state
 from letitloop.journal._writes import RecordWrites
 from letitloop.journal.duckdb import _files, _wire
+from letitloop.journal.duckdb._client_queues import OwnerQueues
 from letitloop.journal.duckdb._connection import (
     READ_TIMEOUT,
     OwnerConnection,
@@ -163,7 +164,7 @@ def _event(e: dict[str, Any]) -> EventInfo:
     )
 
 
-class OwnerJournal(OwnerConnection, RecordWrites):
+class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
     """See the module docstring. Thread-safe: each concurrent call uses its own connection."""
 
     def __init__(self, path: Path) -> None:

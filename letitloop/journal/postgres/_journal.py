@@ -48,6 +48,7 @@ from letitloop.journal.postgres._decisions import PgDecisions
 from letitloop.journal.postgres._journal_reads import PgReads
 from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
 from letitloop.journal.postgres._listen import Follower, Notifier
+from letitloop.journal.postgres._queues import PgQueues
 from letitloop.journal.postgres._writes import HOT_SYNC, HOT_UNWAITED, hot_params, project
 
 T = TypeVar("T")
@@ -66,7 +67,7 @@ def open_journal(url: str) -> PgJournal:
         return journal
 
 
-class PgJournal(PgReads, PgDecisions, RecordWrites):
+class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
     """See the module docstring. Thread-safe: calls share one connection under a lock."""
 
     def __init__(self, url: str) -> None:
@@ -588,5 +589,6 @@ class PgJournal(PgReads, PgDecisions, RecordWrites):
         for helper in (self._heartbeat, self._notifier, self._follower):
             if helper is not None:
                 helper.close()
+        self.close_queues()
         with self._lock:
             self._drop_conn()

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from letitloop.errors import ConfigError, JournalVersionError
 from letitloop.journal._analytics import VIEWS_1 as ANALYTICS_VIEWS_1
-from letitloop.journal.postgres import _limits
+from letitloop.journal.postgres import _limits, _queues
 
 DEFAULT_SCHEMA = "letitloop"
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -106,6 +106,8 @@ CREATE TABLE board(
   pinned boolean NOT NULL, written_by text NOT NULL, ts double precision NOT NULL,
   PRIMARY KEY (run_id, epoch, key, version));
 """,
+    # 7: queued runs and their workers (see postgres._queues)
+    _queues.MIGRATION,
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises

@@ -136,6 +136,15 @@ class OwnerBase:
     def _redo(self, conn: Conn, req: dict[str, Any], batch: Any, replies: Any) -> None:
         raise NotImplementedError  # _dispatch
 
+    def _wake_waiters(self, run_id: str) -> None:
+        raise NotImplementedError  # _dispatch
+
+    def _queue_request(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> None:
+        raise NotImplementedError  # _queue
+
+    def _queue_db_job(self, job: tuple[Any, ...]) -> None:
+        raise NotImplementedError  # _queue
+
     def _needs_db(self, conn: Conn, op: Any, req: dict[str, Any]) -> bool:
         raise NotImplementedError  # _start
 

@@ -84,6 +84,9 @@ class DbThread(OwnerBase):
             self.inbox.append(("loaded", job[1], data))
             self.wake_w.send(b"x")
             return
+        if job[0] in ("qload", "qsave"):
+            self._queue_db_job(job)
+            return
         _, conn, req, held = job
         if req["op"] in QUERIES:  # up to 30 s: on the query thread, so folds go on meanwhile
             if self.queries is None:

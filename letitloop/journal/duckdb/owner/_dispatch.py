@@ -94,6 +94,8 @@ class Dispatch(OwnerBase):
             replies.append((conn, reply_to(req, {"ok": True})))
         elif op == "output" and self._inline_output(conn, req, replies):
             return
+        elif op == "queue":
+            self._queue_request(conn, req, replies)
         elif op in ("limit", "capacity", "notices", "notice_retry"):
             self._limits_and_notices(conn, req, replies)
         elif op == "subscribe":

@@ -47,12 +47,13 @@ from letitloop.journal.duckdb.owner._dbthread import DbThread
 from letitloop.journal.duckdb.owner._dispatch import Dispatch
 from letitloop.journal.duckdb.owner._listener import Listening
 from letitloop.journal.duckdb.owner._log import Log
+from letitloop.journal.duckdb.owner._queue import QueueOps
 from letitloop.journal.duckdb.owner._requests import BadRequest, decode as decode_request
 from letitloop.journal.duckdb.owner._shutdown import Shutdown
 from letitloop.journal.duckdb.owner._start import Starting
 
 
-class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
+class Owner(Listening, Dispatch, QueueOps, Commit, DbThread, Starting, Shutdown):
     """The journal owner: started (cold or warm) when made, then ``serve`` runs the event loop
     until the owner is stopped or idle; the rounds of the loop are here, every other job in the
     part that names it."""
@@ -140,6 +141,8 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
                 self.lg_heads.seed(*item[1:])
             elif item[0] == "lgpairs":
                 self.lg_heads.learn_pairs(item[1], item[2])
+            elif item[0] == "qloaded":
+                self._queue_loaded(item[1], batch, replies)
             elif item[0] == "lgreset":
                 self.lg_heads.reset()
             elif item[0] == "evict":
@@ -149,6 +152,7 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
                     if entry is not None and entry.holder is None:
                         del self.state.runs[run_id]
         self._expire_waiters(replies)
+        self._queue_tick()
         if batch or self.held:
             try:
                 self._commit(batch)
@@ -296,6 +300,7 @@ class Owner(Listening, Dispatch, Commit, DbThread, Starting, Shutdown):
             self.sessions[conn.session] -= 1
             if self.sessions[conn.session] == 0:
                 del self.sessions[conn.session]
+                self._queue_session_gone(conn.session)
                 gone = []
                 for run_id in self.state.release_session(conn.session):
                     self._wake_waiters(run_id)

@@ -96,6 +96,21 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "ack": ((_B,), False),
     },
     "capacity": {},
+    "queue": {  # journal._queues checks what the lists hold (item_from, worker_from, spec_from)
+        "act": ((_S,), True),  # enqueue claim beat finish leave pause queues items item workers
+        "spec": ((list,), False),
+        "item": ((list,), False),
+        "worker": ((list,), False),
+        "wid": ((_S,), False),  # a worker's id (finish, leave)
+        "n": ((_I,), False),
+        "run": ((_S,), False),
+        "outcome": ((_S,), False),
+        "name": ((_S,), False),
+        "paused": ((_B,), False),
+        "queue": (_OPT_S, False),
+        "state": (_OPT_S, False),
+        "limit": ((_I,), False),
+    },
     "notices": {"state": (_OPT_S, False), "limit": ((_I,), False)},
     "notice_retry": {"key": ((_S,), True)},
     "checkpoints": {
