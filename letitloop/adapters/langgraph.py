@@ -7,10 +7,13 @@ Checkpoints and task writes go through the journal contract (the owner process, 
 commit and push events), encoded by LangGraph's own serializer (``serde``, JsonPlus by default:
 never a blanket pickle). The journal is data, never code: every encoded value is stored with an
 HMAC under the journal's key (the key of authenticated outputs, kept outside the journal) and
-is verified before it reaches ``serde.loads_typed``; and the default serializer rebuilds only
-LangGraph's safe types plus the modules named in ``allowed_modules=`` (strict msgpack), so a
-checkpoint cannot name ``os.system`` to run. A thread is the run ``langgraph:<thread_id>`` of
-workflow ``langgraph:<graph>``, so ``lil runs``, the TUI and the notebook widgets list it.
+is verified before it reaches ``serde.loads_typed``, so a value someone changed or wrote into
+the journal is refused before anything in it is imported. What passes was encoded by this saver
+from the graph's own objects, and LangGraph's serializer rebuilds it exactly as it does for
+InMemorySaver and SqliteSaver (its default, or strict under ``LANGGRAPH_STRICT_MSGPACK`` with
+the types the graph's schemas name): a user's state comes back as the objects they put in.
+A thread is the run ``langgraph:<thread_id>`` of workflow ``langgraph:<graph>``, so
+``lil runs``, the TUI and the notebook widgets list it.
 """
 
 from __future__ import annotations
@@ -71,9 +74,12 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
     method is synchronous and thread-safe; the ``a*`` methods run them in a worker thread, so one
     saver serves ``invoke`` and ``ainvoke`` alike.
 
-    ``allowed_modules``: the ``(module, class)`` pairs (or ``(module,)``) of your own types the
-    default serializer may rebuild from a checkpoint, e.g. ``[("myapp.state", "Order")]``;
-    anything else comes back as plain data, never by importing a name the checkpoint chose.
+    ``serde``: LangGraph's serializer to encode with (``JsonPlusSerializer()`` by default, which
+    follows ``LANGGRAPH_STRICT_MSGPACK`` and the allowlists LangGraph derives from a graph's
+    schemas, as it does for its own savers). ``allowed_modules``: a strict default serializer
+    instead, rebuilding LangGraph's safe types and the ``(module, class)`` pairs named here,
+    e.g. ``[("myapp.state", "Order")]`` (LangGraph's ``allowed_msgpack_modules``); others come
+    back as plain data. Either way a value is decoded only once its HMAC verifies.
     """
 
     def __init__(
@@ -84,9 +90,10 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowed_modules: Sequence[tuple[str, ...]] | None = None,
     ) -> None:
-        if serde is None:  # strict: LangGraph's safe types and the ones named, nothing else
-            allowed = [tuple(m) for m in allowed_modules] if allowed_modules else None
-            serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+        if serde is None and allowed_modules:  # strict: LangGraph's safe types and these
+            serde = JsonPlusSerializer(allowed_msgpack_modules=[tuple(m) for m in allowed_modules])
+        elif serde is None:  # LangGraph's own default: what its savers rebuild, ours rebuilds
+            serde = JsonPlusSerializer()
         super().__init__(serde=serde)
         self._path: str | os.PathLike[str] | None = None
         self._journal: Journal | None = None

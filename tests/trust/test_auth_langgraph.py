@@ -3,8 +3,11 @@
 Before the fix, a checkpoint rewritten in the DuckDB file (by anyone who can write it) went
 straight to ``serde.loads_typed``, and LangGraph's permissive default rebuilt any named
 callable: a msgpack extension naming ``os.system`` ran a shell command on the next
-``get_state``. Now every stored value carries an HMAC under the journal's key, checked first,
-and the adapter's default serializer refuses unregistered types. Real owner, real DuckDB file.
+``get_state``. Now every stored value carries an HMAC under the journal's key, checked before
+any of it reaches the serializer: only values this saver wrote are decoded, and those are
+rebuilt as LangGraph's own savers rebuild them (issue 35, point 14: the strict default that
+stood here also turned a user's ``AgentAction`` or pydantic state into plain dicts; see
+``tests/adapters/test_langgraph_types.py``). Real owner, real DuckDB file.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import duckdb
 import ormsgpack
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from letitloop.adapters.langgraph import LetItLoopCheckpointSaver
 from letitloop.errors import TamperedDataError
@@ -53,19 +57,34 @@ def test_a_tampered_checkpoint_is_refused_before_it_is_decoded(
     db.execute("UPDATE lg_checkpoints SET ctype = ?, checkpoint = ?", [ctype, blob])
     db.close()
 
-    app2 = build(LetItLoopCheckpointSaver(journal_path, graph="pipeline"), tmp_path / "log")
+    serde = _Spy()
+    app2 = build(
+        LetItLoopCheckpointSaver(journal_path, graph="pipeline", serde=serde), tmp_path / "log"
+    )
     with pytest.raises(TamperedDataError, match="failed authentication"):
         app2.get_state(config)
     assert not pwned.exists(), "the tampered checkpoint ran a shell command"
+    assert serde.decoded == [], "a value that failed authentication reached the serializer"
 
 
-def test_the_default_serializer_refuses_unregistered_types(tmp_path: Path) -> None:
-    from letitloop.journal._memory import MemoryJournal
+class _Spy(JsonPlusSerializer):
+    """LangGraph's default serializer, noting the type of every value it is asked to decode."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.decoded: list[str] = []
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        self.decoded.append(data[0])
+        return super().loads_typed(data)
+
+
+def test_the_exploit_runs_when_handed_to_the_serializer_directly(tmp_path: Path) -> None:
+    """The blob above is a real exploit of LangGraph's default serializer (what the MAC
+    stands in front of): handed to it directly, it runs the command."""
     pwned = tmp_path / "pwned"
-    saver = LetItLoopCheckpointSaver(MemoryJournal())
-    saver.serde.loads_typed(("msgpack", _exploit(pwned)))  # even past the MAC: plain data
-    assert not pwned.exists()
+    _Spy().loads_typed(("msgpack", _exploit(pwned)))
+    assert pwned.exists()
 
 
 def test_untampered_threads_still_resume(journal_path: Path, tmp_path: Path) -> None:
