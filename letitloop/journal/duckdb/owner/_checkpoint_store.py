@@ -55,6 +55,7 @@ _INSERT_STEPS = (
     "unnest($4), 'completed', unnest($5), unnest($5), unnest($6)"
 )
 CACHED_THREADS = 5000
+UNPUT = 64  # checkpoints per thread with writes and no put yet that the cache tracks
 
 
 class _Thread:
@@ -88,6 +89,11 @@ class _Thread:
         # the writes of the checkpoints this cache inserted itself, newest few: exactly what
         # the table holds for them, so their new writes need no conflict check
         self.fresh: OrderedDict[tuple[str, str], set[tuple[str, int]]] = OrderedDict()
+        # checkpoints that got writes before they were put ("async" durability sends a step's
+        # writes beside its checkpoint): the table has writes of theirs, so never fresh. One
+        # this cache cannot know of (written before it was made, or past UNPUT) costs a
+        # conflict, which rolls the batch back and folds it again on a new cache (Store.fold)
+        self.unput: OrderedDict[tuple[str, str], None] = OrderedDict()
         # write channels of root checkpoints newer than the head, not put yet: with LangGraph's
         # "async" durability an interrupt can reach the journal before its checkpoint does
         self.early: dict[str, set[str]] = {}
@@ -128,6 +134,11 @@ class CheckpointStore:
                 self.threads.pop(thread, None)
         self._fold_group(group)
 
+    def rolled_back(self) -> None:
+        """The fold transaction was rolled back: what the thread caches learned in it is not in
+        the tables, so every thread is read again from them when next touched."""
+        self.threads.clear()
+
     def _fold_group(self, recs: Sequence[dict[str, Any]]) -> None:
         if not recs:
             return
@@ -144,7 +155,9 @@ class CheckpointStore:
             row = runs.setdefault(thread, [rec["run"], None, thread, None, 0.0, None])
             row[4] = rec["ts"]
             if rec["k"] == "lgput":
-                if cid not in t.shown:
+                if cid not in t.shown and (ns, cid) in t.unput:
+                    del t.unput[(ns, cid)]  # the table has writes of it: conflicts are checked
+                elif cid not in t.shown:
                     t.fresh[(ns, cid)] = set()
                     if len(t.fresh) > 8:
                         t.fresh.popitem(last=False)
@@ -165,6 +178,10 @@ class CheckpointStore:
                     t.next_pos += 1
             else:
                 known = t.fresh.get((ns, cid))
+                if known is None and cid not in t.shown:
+                    t.unput[(ns, cid)] = None
+                    if len(t.unput) > UNPUT:  # one forgotten: a conflict, and the retry reloads
+                        t.unput.popitem(last=False)
                 for idx, channel, vtype, value in rec["writes"]:
                     key = (thread, ns, cid, rec["task"], idx)
                     values = [*key, channel, vtype, value, rec["path"]]

@@ -177,12 +177,22 @@ class Folds:
                 if _fatal(exc):
                     raise
                 for one in part:  # fold them one by one to find what cannot be folded
-                    try:
-                        self._fold_part([one])
-                    except Exception as exc1:
-                        if _fatal(exc1):
-                            raise
-                        self._quarantine(one[0], one[1], None, f"{type(exc1).__name__}: {exc1}")
+                    self._fold_alone(one)
+
+    def _fold_alone(self, one: tuple[int, Record]) -> None:
+        """Fold one record of a failed batch, or set it aside. It is tried twice: a rollback
+        resets the checkpoint caches (``CheckpointStore.rolled_back``), and a conflict that
+        came from what a cache could not know (writes folded before it was made) does not
+        happen again on the cache read afresh from the tables."""
+        for attempt in (1, 2):
+            try:
+                self._fold_part([one])
+                return
+            except Exception as exc:
+                if _fatal(exc):
+                    raise
+                if attempt == 2:
+                    self._quarantine(one[0], one[1], None, f"{type(exc).__name__}: {exc}")
 
     def _quarantine(self, lsn: int, rec: Record | None, payload: bytes | None, why: str) -> None:
         """Set one record aside (with its position in the log) and move the fold past it."""
@@ -293,6 +303,7 @@ class Folds:
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
+                self.lg.rolled_back()
                 raise
             if advance:
                 self.folded_lsn = max(self.folded_lsn, part[-1][0])
