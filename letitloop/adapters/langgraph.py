@@ -90,6 +90,13 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowed_modules: Sequence[tuple[str, ...]] | None = None,
     ) -> None:
+        if serde is not None and allowed_modules:
+            raise ConfigError(
+                "LetItLoopCheckpointSaver got both serde= and allowed_modules=; allowed_modules "
+                "configures the default serializer only",
+                fix="pass allowed_msgpack_modules= to your serializer instead, e.g. "
+                "JsonPlusSerializer(allowed_msgpack_modules=[...])",
+            )
         if serde is None and allowed_modules:  # strict: LangGraph's safe types and these
             serde = JsonPlusSerializer(allowed_msgpack_modules=[tuple(m) for m in allowed_modules])
         elif serde is None:  # LangGraph's own default: what its savers rebuild, ours rebuilds

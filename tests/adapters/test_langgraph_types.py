@@ -30,6 +30,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from letitloop.adapters.langgraph import AsyncLetItLoopCheckpointSaver, LetItLoopCheckpointSaver
+from letitloop.errors import ConfigError
+from letitloop.journal._memory import MemoryJournal
 from tests.adapters.lg_types import NOT_ROUND_TRIPPED, Draft, values
 
 HERE = Path(__file__).resolve().parent
@@ -92,6 +94,13 @@ def test_allowed_modules_asks_for_langgraph_s_strict_mode_with_those_types(
     assert channels["dataclass"] == vals["dataclass"]  # named
     assert channels["decimal"] == vals["decimal"] and channels["human"] == vals["human"]  # safe
     assert type(channels["pydantic"]) is dict  # neither
+
+
+def test_allowed_modules_and_a_serializer_of_ones_own_are_refused_together() -> None:
+    with pytest.raises(ConfigError, match="both serde= and allowed_modules="):
+        LetItLoopCheckpointSaver(
+            MemoryJournal(), serde=JsonPlusSerializer(), allowed_modules=[("m", "C")]
+        )
 
 
 # -- the graphs of the three regressions -------------------------------------------------------
