@@ -2,7 +2,7 @@
 
 ``benchmarks/langgraph_suite.py`` runs LangGraph's suite (from the sdist on PyPI of the
 installed version) with InMemorySaver, SqliteSaver and this saver; the whole suite takes
-about 40 minutes here, so CI runs the three upstream tests that found the regressions, in
+about 45 minutes here, so CI runs the three upstream tests that found the regressions, in
 LangGraph's default mode (where they failed; ``test_langgraph_types.py`` covers the strict
 mode): ``test_conditional_state_graph`` and ``test_conditional_graph_state`` (an
 ``AgentAction`` came back as a dict) and ``test_interrupt_functional_pydantic`` (a pydantic
