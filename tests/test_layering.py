@@ -93,7 +93,6 @@ FACES = ("letitloop.journal", "letitloop.kernel", "letitloop.operate", "letitloo
 PENDING = (
     "letitloop/tui/",
     "letitloop/lsp/",
-    "letitloop/adapters/langgraph.py",
 )
 # the journal-administration commands (lil journal stop|status|sql|doctor|copy|quarantine, and
 # the demo that stops its own owner) speak to the DuckDB or PostgreSQL backend as such

@@ -28,9 +28,14 @@ from types import TracebackType
 from typing import Any
 
 from letitloop.errors import ConfigError, TamperedDataError
-from letitloop.journal import _checkpoints
-from letitloop.journal._contract import CheckpointRow, CheckpointWrite, Journal
-from letitloop.journal._writes import RecordWrites
+from letitloop.journal import (
+    CheckpointRow,
+    CheckpointWrite,
+    Journal,
+    RecordWrites,
+    checkpoint_record,
+    checkpoint_writes_record,
+)
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -258,7 +263,7 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
         )
         wf, status = f"langgraph:{self.graph}", thread_status(checkpoint)
         if isinstance(self.journal, RecordWrites):  # with the writes waiting, one round trip
-            self._batches.send([_checkpoints.put_record(row, wf, status, dict(meta))], 0.0)
+            self._batches.send([checkpoint_record(row, wf, status, dict(meta))], 0.0)
         else:
             self.journal.put_checkpoint(row, workflow=wf, status=status, meta=dict(meta))
         return {
@@ -295,7 +300,7 @@ class LetItLoopCheckpointSaver(BaseCheckpointSaver[str]):
                 status = "running"
         where = (thread_id, c.get("checkpoint_ns", ""), c["checkpoint_id"], task_id, task_path)
         if isinstance(self.journal, RecordWrites):
-            rec = _checkpoints.writes_record(*where, encoded, status, error)
+            rec = checkpoint_writes_record(*where, encoded, status, error)
             # errors, interrupts, resumes and other special channels go at once
             special = any(ch in WRITES_IDX_MAP for ch, _ in writes)
             self._batches.send([rec], 0.0 if special else WRITES_WAIT)

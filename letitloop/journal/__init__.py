@@ -18,7 +18,8 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
                 check_tokens), approvals (approval_id, approval_request, parse_timeout,
                 check_on_timeout, check_payload, payload_json, match_approval), the outbox
                 (classify), queued runs and workers (QueueSpec, QueueItem, QueueInfo,
-                WorkerInfo, QueueBoard, check_spec, worker_id, OUTCOMES), MemoryJournal,
+                WorkerInfo, QueueBoard, check_spec, worker_id, OUTCOMES), LangGraph checkpoints
+                (checkpoint_record, checkpoint_writes_record), MemoryJournal,
                 copy_journal and CopyOptions, the analytics report
                 (Summary, summary, Recipe, recipe, RECIPES, select, read_query, Table,
                 parse_since, export_parquet)
@@ -89,6 +90,8 @@ _EXPORTS = {
     "fork_records": "letitloop.journal._fork",
     "forked_from": "letitloop.journal._fork",
     "origin_of": "letitloop.journal._fork",
+    "checkpoint_record": "letitloop.journal._checkpoints",
+    "checkpoint_writes_record": "letitloop.journal._checkpoints",
     "item_key": "letitloop.journal._maps",
     "MapItems": "letitloop.journal._maps",
     "map_items": "letitloop.journal._maps",
@@ -164,6 +167,10 @@ if TYPE_CHECKING:
         match_approval as match_approval,
         parse_timeout as parse_timeout,
         payload_json as payload_json,
+    )
+    from letitloop.journal._checkpoints import (
+        checkpoint_record as checkpoint_record,
+        checkpoint_writes_record as checkpoint_writes_record,
     )
     from letitloop.journal._config import (
         JournalPaths as JournalPaths,

@@ -42,10 +42,10 @@ def run_id_of(thread_id: str) -> str:
 # -- records ----------------------------------------------------------------------------------
 
 
-def put_record(
+def checkpoint_record(
     row: CheckpointRow, workflow: str, status: str, meta: dict[str, Any]
 ) -> dict[str, Any]:
-    """The ``lgput`` record of one checkpoint (its writes are recorded by ``writes_record``)."""
+    """The ``lgput`` record of one checkpoint (its writes: ``checkpoint_writes_record``)."""
     return {
         "k": "lgput",
         "run": run_id_of(row.thread_id),
@@ -65,7 +65,7 @@ def put_record(
     }
 
 
-def writes_record(
+def checkpoint_writes_record(
     thread_id: str,
     ns: str,
     checkpoint_id: str,

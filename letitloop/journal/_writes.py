@@ -107,7 +107,7 @@ class RecordWrites:
     def put_checkpoint(
         self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
     ) -> None:
-        self.append([_checkpoints.put_record(row, workflow, status, meta)])
+        self.append([_checkpoints.checkpoint_record(row, workflow, status, meta)])
 
     def put_checkpoint_writes(
         self,
@@ -121,7 +121,7 @@ class RecordWrites:
         status: str | None = None,
         error: dict[str, Any] | None = None,
     ) -> None:
-        rec = _checkpoints.writes_record(
+        rec = _checkpoints.checkpoint_writes_record(
             thread_id, ns, checkpoint_id, task_id, task_path, writes, status, error
         )
         self.append([rec])

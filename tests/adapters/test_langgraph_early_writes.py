@@ -37,12 +37,12 @@ THREAD = "t"
 def _put(cid: str, parent: str | None) -> dict[str, Any]:
     row = CheckpointRow(THREAD, "", cid, parent, ("msgpack", b"cp" + cid.encode()),
                         ("msgpack", b"m"), 1.0, [])  # fmt: skip
-    return _checkpoints.put_record(row, "langgraph:g", "running", {"step": 1})
+    return _checkpoints.checkpoint_record(row, "langgraph:g", "running", {"step": 1})
 
 
 def _writes(cid: str, task: str, writes: list[tuple[int, str, bytes]]) -> dict[str, Any]:
     encoded = [CheckpointWrite(task, idx, ch, ("msgpack", value)) for idx, ch, value in writes]
-    return _checkpoints.writes_record(THREAD, "", cid, task, "", encoded, None, None)
+    return _checkpoints.checkpoint_writes_record(THREAD, "", cid, task, "", encoded, None, None)
 
 
 def _script(rng: random.Random, checkpoints: int) -> list[dict[str, Any]]:

@@ -56,14 +56,14 @@ def _random_record(rng: random.Random, n: int) -> dict[str, Any]:
     roll = rng.random()
     if roll < 0.4:
         row = CheckpointRow(thread, ns, cid, None, ("t", b"cp%d" % n), ("t", b"m"), n, [])
-        return _checkpoints.put_record(row, "langgraph:g", "running", {"step": n})
+        return _checkpoints.checkpoint_record(row, "langgraph:g", "running", {"step": n})
     if roll < 0.85:
         writes = [
             CheckpointWrite(rng.choice("xy"), rng.choice([-1, 0, 1]), f"ch{n}", ("t", b"v%d" % n))
             for _ in range(rng.randrange(1, 3))
         ]
         task = writes[0].task_id
-        return _checkpoints.writes_record(
+        return _checkpoints.checkpoint_writes_record(
             thread, ns, cid, task, rng.choice("pq"), writes, None, None
         )
     if roll < 0.93:
@@ -112,7 +112,7 @@ def test_a_stale_seed_is_refused() -> None:
     heads = Heads()
     req = {"thread": "t", "ns": "", "cid": None, "limit": 1}
     row = CheckpointRow("t", "", "0002", None, ("t", b"new"), ("t", b"m"), 2.0, [])
-    heads.apply([(10, _checkpoints.put_record(row, "langgraph:g", "running", {}))])
+    heads.apply([(10, _checkpoints.checkpoint_record(row, "langgraph:g", "running", {}))])
     heads.seed(req, [], [], 9)  # read before the put at 10 was folded: it says "none"
     assert heads.answer(req) is None
     heads.seed(req, _wire([row]), [], 10)
