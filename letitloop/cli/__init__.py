@@ -45,7 +45,7 @@ COMMANDS = {
     "enqueue": (
         "letitloop.cli._queue",
         "enqueue_cmd",
-        "Queue a call of a durable workflow (MODULE:FN ARGS) for a worker.",
+        "Queue a call of the durable workflow MODULE:FN with ARGS (each a JSON value, else text).",
     ),
     "journal": ("letitloop.cli._journal", "journal", "The journal file and its owner process."),
     "limits": (
@@ -66,14 +66,18 @@ COMMANDS = {
     "metrics": (
         "letitloop.cli._metrics",
         "metrics_cmd",
-        "Serve Prometheus metrics of the journal (runs, steps, queues, workers, cost).",
+        "Serve the journal's metrics for Prometheus at http://HOST:PORT/metrics.",
     ),
     "notify": (
         "letitloop.cli._notify",
         "notify",
         "See the notification outbox and retry failed webhooks.",
     ),
-    "queue": ("letitloop.cli._queue", "queue", "See queues and workers; pause or resume a queue."),
+    "queue": (
+        "letitloop.cli._queue",
+        "queue",
+        "See queues and their workers; pause and resume a queue.",
+    ),
     "receipt": ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it."),
     "report": (
         "letitloop.cli._report",
@@ -95,7 +99,7 @@ COMMANDS = {
     "worker": (
         "letitloop.cli._queue",
         "worker_cmd",
-        "Claim queued runs (and orphaned ones) and execute them; SIGTERM drains.",
+        "Claim queued runs (and runs a dead worker held) and execute them.",
     ),
     "watch": (
         "letitloop.cli._watch",
