@@ -1,16 +1,21 @@
 """Benchmark: step.map on Dask against plain Dask on the same LocalCluster, and re-attach cost.
 
-    python benchmarks/fanout.py [--items 1000] [--ms 10] [--rounds 3]
+    python benchmarks/fanout.py [--items 1000] [--ms 10] [--rounds 3] [--cluster both|tls|tcp]
 
-One LocalCluster of 2 worker processes (1 thread each) serves every measure, so both sides pay
-the same scheduler and the same cores. Reported, as medians over rounds in one run:
+Each cluster is 2 worker processes (1 thread each) serving both sides, so both pay the same
+scheduler and the same cores. Two clusters, measured in one run, rounds interleaved:
+- ``tls``: the cluster ``DaskExecutor()`` starts (TLS with temporary credentials, no dashboard:
+  what a user gets);
+- ``tcp``: a plain ``LocalCluster`` (no TLS) given as ``DaskExecutor(client)``.
+Reported per cluster, as medians over rounds:
 - plain ``client.map(fn, items)`` + ``client.gather`` of ITEMS tasks that sleep MS ms;
 - ``step.map`` of the same function inside a ``@durable`` workflow on a DuckDB journal (each
   item a child run journaled by the worker), and the ratio to plain Dask (bar: <= 1.5x);
-- re-attach: a parent whose map finished half of its items is called again (what a killed
-  orchestrator's restart does): the time until the map is running its first new item again,
-  i.e. the journal read that finds the finished half (bar: <= 1 s), and the whole rerun against
-  the ideal of running only the unfinished half.
+- re-attach (on the tcp cluster, which another process of the user can reach by its address):
+  a parent whose map finished half of its items is called again (what a killed orchestrator's
+  restart does): the time until the map is running its first new item again, i.e. the journal
+  read that finds the finished half (bar: <= 1 s), and the whole rerun against the ideal of
+  running only the unfinished half.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -36,6 +42,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--ms", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cluster", choices=("both", "tls", "tcp"), default="both")
     args = parser.parse_args()
 
     import functools
@@ -48,49 +55,68 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="lil-bench-dist-"))
     journal = tmp / "journal.duckdb"
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    client = distributed.Client(cluster)
-    executor = DaskExecutor(client)
+    kinds = ("tls", "tcp") if args.cluster == "both" else (args.cluster,)
+    executors: dict[str, Any] = {}
+    closers: list[Any] = []
+    for kind in kinds:
+        if kind == "tls":
+            executors[kind] = DaskExecutor(n_workers=2, threads_per_worker=1)
+        else:
+            cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            client = distributed.Client(cluster)
+            executors[kind] = DaskExecutor(client)
+            closers += [client, cluster]
     fn = functools.partial(sleepy, args.ms)
     items = list(range(args.items))
 
-    plain, ours, rerun, first_new = [], [], [], []
+    plain: dict[str, list[float]] = {k: [] for k in kinds}
+    ours: dict[str, list[float]] = {k: [] for k in kinds}
+    rerun, first_new = [], []
     for r in range(args.rounds):
-        t = time.perf_counter()
-        futures = client.map(fn, items, pure=False)
-        assert client.gather(futures) == items
-        plain.append(time.perf_counter() - t)
+        for kind in kinds:
+            executor = executors[kind]
+            client = executor.client
+            t = time.perf_counter()
+            futures = client.map(fn, items, pure=False)
+            assert client.gather(futures) == items
+            plain[kind].append(time.perf_counter() - t)
 
-        @durable(journal=str(journal), run_id=f"round{r}", name="bench_map")
-        def whole() -> list[int]:
-            return step.map("sleepy", fn, items, on=executor)  # type: ignore[arg-type]
+            @durable(journal=str(journal), run_id=f"{kind}-round{r}", name="bench_map")
+            def whole(on: Any = executor) -> list[int]:
+                return step.map("sleepy", fn, items, on=on)
 
-        t = time.perf_counter()
-        assert whole() == items
-        ours.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            assert whole() == items
+            ours[kind].append(time.perf_counter() - t)
 
-        # re-attach: an orchestrator killed with half of its items journaled, then called again
-        first, total = reattach_once(journal, r, args, client.scheduler.address, executor)
-        first_new.append(first)
-        rerun.append(total)
+        if "tcp" in kinds:  # re-attach: an orchestrator killed with half of its items journaled
+            executor = executors["tcp"]
+            address = executor.client.scheduler.address
+            first, total = reattach_once(journal, r, args, address, executor)
+            first_new.append(first)
+            rerun.append(total)
 
-    half_ideal = statistics.median(plain) / 2
     print(f"items={args.items} x {args.ms} ms, 2 workers x 1 thread, rounds={args.rounds}")
-    print(f"plain dask client.map      median {statistics.median(plain) * 1000:8.1f} ms")
-    print(
-        f"step.map (journaled)       median {statistics.median(ours) * 1000:8.1f} ms"
-        f"   ratio {statistics.median(ours) / statistics.median(plain):.2f}x (bar <= 1.5x)"
-    )
-    print(
-        f"re-attach at 50%: finished half found in {statistics.median(first_new) * 1000:.1f} ms"
-        f" (bar <= 1000 ms); whole rerun {statistics.median(rerun) * 1000:.1f} ms against "
-        f"{half_ideal * 1000:.1f} ms for the unfinished half on plain dask"
-    )
-    executor.close()
-    client.close()
-    cluster.close()
+    for kind in kinds:
+        base, mine = statistics.median(plain[kind]), statistics.median(ours[kind])
+        print(f"[{kind}] plain dask client.map      median {base * 1000:8.1f} ms")
+        print(
+            f"[{kind}] step.map (journaled)       median {mine * 1000:8.1f} ms"
+            f"   ratio {mine / base:.2f}x (bar <= 1.5x)"
+        )
+    if rerun:
+        half_ideal = statistics.median(plain["tcp"]) / 2
+        print(
+            f"re-attach at 50%: finished half found in {statistics.median(first_new) * 1000:.1f}"
+            f" ms (bar <= 1000 ms); whole rerun {statistics.median(rerun) * 1000:.1f} ms against "
+            f"{half_ideal * 1000:.1f} ms for the unfinished half on plain dask"
+        )
+    for executor in executors.values():
+        executor.close()
+    for closer in closers:
+        closer.close()
     stop_owner(journal)
 
 

@@ -4,6 +4,12 @@
 ``DaskExecutor("tcp://scheduler:8786")`` connects to a running scheduler; ``DaskExecutor(client)``
 uses an existing ``distributed.Client``. Dask reruns the task of a worker that died; the item's
 child run makes that safe (finished steps replay, a marker in doubt stops the item).
+
+A cluster started here admits only its user: its scheduler, workers and nannies speak TLS with
+certificates made for this cluster alone (``Security.temporary()``, kept in memory), and a
+connection without them is refused, so another local user who finds the port cannot submit
+work or ``client.run`` code as this user. It has no dashboard unless asked for
+(``dashboard=True``), and then on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from letitloop.errors import ConfigError
@@ -25,12 +32,14 @@ class DaskExecutor:
 
     in_process = False
 
-    def __init__(self, address: Any = None, **cluster: Any) -> None:
+    def __init__(self, address: Any = None, *, dashboard: bool = False, **cluster: Any) -> None:
         self._address = address
+        self._dashboard = dashboard
         self._cluster_kwargs = cluster
         self._client: Any = None
         self._cluster: Any = None
         self._owned = False
+        self._quiet = False  # a cluster started here without a dashboard
         self._pump: _Pump | None = None
         self._lock = threading.Lock()
 
@@ -44,9 +53,12 @@ class DaskExecutor:
 
     @property
     def dashboard_link(self) -> str | None:
-        """The Dask dashboard's address, for progress views."""
-        link = getattr(self.client, "dashboard_link", None)
-        return link if isinstance(link, str) else None
+        """The Dask dashboard's address, for progress views (None: the cluster has none)."""
+        client = self.client
+        if self._cluster is not None and self._quiet:
+            return None  # Dask reports its empty HTTP server as a dashboard
+        link = getattr(client, "dashboard_link", None)
+        return link if isinstance(link, str) and link else None
 
     def _connect(self) -> Any:
         try:
@@ -61,11 +73,12 @@ class DaskExecutor:
             return self._address
         self._owned = True
         if self._address is None:
-            opts: dict[str, Any] = {"n_workers": 2, "threads_per_worker": 1, "processes": True}
-            opts.update({"dashboard_address": ":0", **self._cluster_kwargs})
             local: Any = distributed.LocalCluster
-            self._cluster = local(**opts)
-            return client(self._cluster)
+            opts = local_cluster_options(self._cluster_kwargs, self._dashboard)
+            self._quiet = opts["dashboard_address"] is None
+            with _no_pages(self._quiet):
+                self._cluster = local(**opts)
+            return client(self._cluster)  # the client takes the cluster's credentials
         return client(self._address, **self._cluster_kwargs)
 
     def submit(self, call: Callable[[], Any]) -> Future[Any]:
@@ -101,6 +114,56 @@ class DaskExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def local_cluster_options(given: dict[str, Any], dashboard: bool) -> dict[str, Any]:
+    """The LocalCluster a ``DaskExecutor()`` starts: 2 worker processes of one thread, TLS with
+    temporary credentials (unless ``security=`` says otherwise), no dashboard unless asked for.
+
+    Without TLS, the scheduler listens on 127.0.0.1 with no authentication, and any local
+    user who connects may run code as this one (``client.run``). A dashboard address without
+    a host (``":8787"``) would listen on every interface; here it means 127.0.0.1."""
+    opts: dict[str, Any] = {"n_workers": 2, "threads_per_worker": 1, "processes": True}
+    if dashboard:
+        opts["dashboard_address"] = "127.0.0.1:0"
+    opts.update(given)
+    if "security" not in given:
+        opts["security"] = _temporary_security()
+    address = opts.setdefault("dashboard_address", None)
+    if isinstance(address, int) or (isinstance(address, str) and address.startswith(":")):
+        opts["dashboard_address"] = f"127.0.0.1:{str(address).lstrip(':')}"
+    return opts
+
+
+def _no_pages(quiet: bool) -> AbstractContextManager[Any]:
+    """Without a dashboard, Dask's scheduler and workers still serve HTTP pages (worker lists,
+    logs, call stacks, metrics naming the functions): the cluster started under this serves
+    none. Read by the scheduler and captured by each nanny while the cluster starts."""
+    if not quiet:
+        return nullcontext()
+    import dask
+
+    routes: dict[str, list[str]] = {
+        "distributed.scheduler.http.routes": [],
+        "distributed.worker.http.routes": [],
+    }
+    return dask.config.set(routes)
+
+
+def _temporary_security() -> Any:
+    """A key and certificate made for one cluster, in memory (Dask writes them, to load them,
+    only into a private temporary directory)."""
+    from distributed.security import Security
+
+    temporary: Any = Security.temporary  # untyped in dask
+    try:
+        return temporary()
+    except ImportError:
+        raise ConfigError(
+            "DaskExecutor() secures the cluster it starts with TLS, which needs the "
+            "cryptography package, and it is not installed",
+            fix="pip install 'letitloop[distributed]' (it brings cryptography)",
+        ) from None
 
 
 def _call(call: Callable[[], Any]) -> Any:
