@@ -4,10 +4,16 @@ The journal is found the way git finds its directory, first match wins:
 
 1. an explicit ``journal=`` argument, then ``LIL_JOURNAL`` (a path, or a ``postgresql://`` URL
    for a PostgreSQL journal: see ``journal.postgres``);
-2. ``[tool.letitloop] journal = "..."`` in the nearest ``pyproject.toml`` (relative to that file);
-3. ``.letitloop/journal.duckdb`` in the nearest ancestor holding ``.letitloop/``, ``pyproject.toml``
-   or ``.git``;
+2. ``[tool.letitloop] journal = "..."`` in the project root's ``pyproject.toml`` (relative to
+   that file);
+3. ``.letitloop/journal.duckdb`` in the project root: the nearest ancestor holding
+   ``.letitloop/``, ``pyproject.toml`` or ``.git``;
 4. ``.letitloop/journal.duckdb`` in the current directory.
+
+Only trusted markers and files count (``journal._trust``: the user's or root's, writable by
+nobody else), and configuration is read from the project root's ``pyproject.toml`` alone,
+never from a folder above it: another local user who plants a ``pyproject.toml`` in ``/tmp``
+gets nothing.
 
 Beside the journal file live its lock (owner election), its log directory and the owner's
 socket; the socket moves to a short runtime directory when the path would be too long.
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from letitloop.errors import ConfigError
+from letitloop.journal._trust import trusted
 
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 108 bytes on Linux
 _PROJECT_MARKERS = (".letitloop", "pyproject.toml", ".git")
@@ -158,55 +165,56 @@ def find_location(
             path = path / "journal.duckdb"
         return path.resolve()
     start = (cwd or Path.cwd()).resolve()
+    root = project_root(start)
+    if root is not None:
+        pyproject = _pyproject(root)
+        configured = _pyproject_journal(pyproject) if pyproject is not None else None
+        return configured if configured is not None else root / ".letitloop" / "journal.duckdb"
+    own = start / ".letitloop"
+    if own.exists() and not trusted(own):
+        raise ConfigError(
+            f"the journal's folder {own} may belong to another user (see the warning above)",
+            fix="work in a folder of your own, or set LIL_JOURNAL to a journal of yours",
+        )
+    return own / "journal.duckdb"
+
+
+def project_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding a trusted project marker (``.letitloop``,
+    ``pyproject.toml``, ``.git``); markers another user could have planted are skipped."""
     for folder in (start, *start.parents):
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            configured = _pyproject_journal(pyproject)
-            if configured is not None:
-                return configured
-        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
-            return folder / ".letitloop" / "journal.duckdb"
-    return start / ".letitloop" / "journal.duckdb"
+        present = [folder / m for m in _PROJECT_MARKERS if (folder / m).exists()]
+        if present and any([trusted(marker) for marker in present]):
+            return folder
+    return None
+
+
+def _pyproject(root: Path) -> Path | None:
+    """The project root's ``pyproject.toml`` when there is one and it is trusted."""
+    pyproject = root / "pyproject.toml"
+    return pyproject if pyproject.is_file() and trusted(pyproject) else None
 
 
 def share_group(journal: Path) -> str | None:
     """The group allowed to use a journal besides its owner's user, or None (the default).
 
-    ``LIL_SHARE_GROUP``, else ``[tool.letitloop] share_with_group`` in the nearest
-    ``pyproject.toml`` above the journal. With a group, the journal's files are created
-    group-readable and -writable and members of that group may connect to its owner; without
-    one, only the user who runs the owner (and root) can (see docs/security.md).
+    ``LIL_SHARE_GROUP``, else ``[tool.letitloop] share_with_group`` in the ``pyproject.toml``
+    of the journal's project root (trusted, as for every setting). With a group, the journal's
+    files are created group-readable and -writable and members of that group may connect to
+    its owner; without one, only the user who runs the owner (and root) can (see
+    docs/security.md).
     """
     name = os.environ.get("LIL_SHARE_GROUP") or None
     if name is not None:
         return name
-    for folder in journal.parents:
-        pyproject = folder / "pyproject.toml"
-        if not pyproject.is_file():
-            continue
-        try:
-            text = pyproject.read_text(encoding="utf-8")
-        except OSError:
-            return None
-        if "share_with_group" not in text:
-            return None
-        import tomllib
-
-        try:
-            tool = tomllib.loads(text).get("tool", {}).get("letitloop", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(
-                f"{pyproject} is not valid TOML: {exc}", fix="correct the file"
-            ) from None
-        value = tool.get("share_with_group")
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ConfigError(
-                f"[tool.letitloop] share_with_group in {pyproject} must be a group name, "
-                f"got {value!r}",
-                fix='write e.g. share_with_group = "research"',
-            )
-        return value
-    return None
+    tool, pyproject = _tool(journal.parent, "share_with_group")
+    value = tool.get("share_with_group")
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(
+            f"[tool.letitloop] share_with_group in {pyproject} must be a group name, got {value!r}",
+            fix='write e.g. share_with_group = "research"',
+        )
+    return value
 
 
 def env_float(name: str, default: float) -> float:
@@ -235,33 +243,38 @@ def who() -> str:
 
 
 def tool_table(section: str, start: Path) -> tuple[dict[str, Any], Path | None]:
-    """``[tool.letitloop.<section>]`` of the nearest ``pyproject.toml`` at or above ``start``
-    (``limits``, ``notify``), and that file; ``({}, None)`` when none declares it."""
-    for folder in (start, *start.parents):
-        pyproject = folder / "pyproject.toml"
-        if not pyproject.is_file():
-            continue
-        try:
-            text = pyproject.read_text(encoding="utf-8")
-        except OSError:
-            continue
-        if f"letitloop.{section}" not in text:
-            continue
-        import tomllib
+    """``[tool.letitloop.<section>]`` (``limits``, ``notify``) of the ``pyproject.toml`` of the
+    project root at or above ``start``, and that file; ``({}, None)`` when it has none. Never
+    from beyond the project root, and never from a file another user could have written."""
+    tool, pyproject = _tool(start, f"letitloop.{section}")
+    table = tool.get(section)
+    if table is None:
+        return {}, None
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"[tool.letitloop.{section}] in {pyproject} must be a table, got {table!r}"[:300],
+            fix=f"write it as a [tool.letitloop.{section}] section",
+        )
+    return table, pyproject
 
-        try:
-            tool = tomllib.loads(text).get("tool", {}).get("letitloop", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(
-                f"{pyproject} is not valid TOML: {exc}", fix="correct the file"
-            ) from None
-        table = tool.get(section)
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise ConfigError(
-                f"[tool.letitloop.{section}] in {pyproject} must be a table, got {table!r}"[:300],
-                fix=f"write it as a [tool.letitloop.{section}] section",
-            )
-        return table, pyproject
-    return {}, None
+
+def _tool(start: Path, needle: str) -> tuple[dict[str, Any], Path | None]:
+    """``[tool.letitloop]`` of the trusted project root's ``pyproject.toml`` at or above
+    ``start``, and that file (TOML is parsed only when the text mentions ``needle``)."""
+    root = project_root(start)
+    pyproject = _pyproject(root) if root is not None else None
+    if pyproject is None:
+        return {}, None
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return {}, None
+    if needle not in text:
+        return {}, pyproject
+    import tomllib
+
+    try:
+        tool = tomllib.loads(text).get("tool", {}).get("letitloop", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{pyproject} is not valid TOML: {exc}", fix="correct the file") from None
+    return (tool if isinstance(tool, dict) else {}), pyproject
