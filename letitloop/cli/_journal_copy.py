@@ -38,13 +38,21 @@ def migrate_postgres(url: str, *, check: bool, by: str) -> dict[str, Any]:
     only say where it stands)."""
     import psycopg
 
-    from letitloop.journal.postgres import _schema
+    from letitloop.journal._config import env_float
+    from letitloop.journal.postgres import _schema, _waits
 
     location = _schema.parse_location(url)
+    limit = env_float("LIL_WRITE_TIMEOUT", 120.0)
     with psycopg.connect(location.dsn, autocommit=True) as conn:
+        conn.execute(*_waits.settings(limit, env_float("LIL_LEASE_TTL", 30.0)))
         before = _schema.current_version(conn, location.schema)
         _schema.check_not_newer(before, location)
-        after = before if check else _schema.migrate(conn, location, by=by)[1]
+        try:
+            after = before if check else _schema.migrate(conn, location, by=by)[1]
+        except psycopg.Error as exc:
+            if not _waits.is_timeout(exc):
+                raise
+            raise _waits.timed_out(exc, conn, url, location.schema, limit) from None
     return {
         "journal": url,
         "backend": "postgresql",

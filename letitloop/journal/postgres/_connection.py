@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from letitloop.errors import JournalError, JournalUnavailableError
-from letitloop.journal.postgres import _schema
+from letitloop.journal.postgres import _schema, _waits
 
 if TYPE_CHECKING:
     from letitloop.journal.postgres._journal import PgJournal
@@ -43,17 +43,18 @@ def connect(journal: PgJournal, migrate: bool = False) -> Any:
             time.sleep(pause)
             pause = min(1.0, pause * 2)
     try:
+        # every wait bounded; a frozen writer mid-transaction must not hold events back
+        conn.execute(*_waits.settings(journal.write_timeout, journal.ttl))
         if migrate:
             _schema.migrate(conn, journal.where, by=journal.session.split("/", 1)[0])
         else:
             version = _schema.current_version(conn, journal.where.schema)
             _schema.check_not_newer(version, journal.where)
     except psycopg.Error as exc:
+        error = journal._refused(exc, conn)  # a wait that ran out names who held it
         conn.close()
-        raise refused(exc, journal.location) from None
+        raise error from None
     conn.execute(f'SET search_path TO "{journal.where.schema}"')
-    idle = max(5, int(journal.ttl))  # a frozen writer mid-transaction must not hold events back
-    conn.execute(f"SET idle_in_transaction_session_timeout = '{idle}s'")
     return conn
 
 

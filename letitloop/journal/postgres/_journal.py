@@ -43,7 +43,7 @@ from letitloop.journal._state import (
     run_state,
 )
 from letitloop.journal._writes import RecordWrites
-from letitloop.journal.postgres import _connection, _limits, _reads, _schema
+from letitloop.journal.postgres import _connection, _limits, _reads, _schema, _waits
 from letitloop.journal.postgres._decisions import PgDecisions
 from letitloop.journal.postgres._journal_reads import PgReads
 from letitloop.journal.postgres._leases import Heartbeat, drop_lock, lost_error, take_lock
@@ -75,6 +75,8 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
         self.location = url
         self.ttl = env_float("LIL_LEASE_TTL", 30.0)
         self.connect_timeout = env_float("LIL_CONNECT_TIMEOUT", 30.0)
+        self.write_timeout = env_float("LIL_WRITE_TIMEOUT", 120.0)  # any lock wait (_waits)
+        self._hint: str | None = None  # the run the statement in flight may wait for
         self.closed = False
         self.pid = os.getpid()
         self.session = f"{os.getpid()}@{socket.gethostname()}/{os.urandom(6).hex()}"
@@ -102,6 +104,13 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
         """A new autocommit connection on the journal's schema (migrating it on first use)."""
         return _connection.connect(self, migrate)
 
+    def _refused(self, exc: psycopg.Error, conn: Any) -> JournalError:
+        """A statement's error as a journal error: a wait that ran out names who held it."""
+        if _waits.is_timeout(exc) and conn is not None and not conn.closed:
+            schema, hint = self.where.schema, self._hint
+            return _waits.timed_out(exc, conn, self.location, schema, self.write_timeout, hint)
+        return _connection.refused(exc, self.location)
+
     def _fresh(self) -> Any:
         """A connection for a helper thread (notifier, follower)."""
         return self._connect()
@@ -118,6 +127,7 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
                 )
             failures = 0
             while True:
+                self._hint = None
                 try:
                     if self._conn is None or self._conn.closed:
                         self._reconnect()
@@ -128,6 +138,8 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
                         and not self._conn.closed
                         and not _connection.broken(exc)
                     ):
+                        if _waits.is_timeout(exc):  # a wait ran out: who held it
+                            raise self._refused(exc, self._conn) from None
                         raise JournalError(f"PostgreSQL journal: {str(exc).strip()}") from None
                     self._drop_conn()
                     failures += 1
@@ -139,7 +151,7 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
                         ) from None
                     time.sleep(min(1.0, 0.05 * failures))
                 except psycopg.Error as exc:
-                    raise _connection.refused(exc, self.location) from None
+                    raise self._refused(exc, self._conn) from None
 
     def _drop_conn(self) -> None:
         self._cache.clear()
@@ -224,9 +236,10 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
             return state.begin(req, self.session)[0]
         new_token = None
         try:  # pipelined: statements wait only where a result is read (3 round trips, not 8)
+            self._hint = run_id
             with conn.pipeline(), conn.transaction():
                 cur = conn.cursor()
-                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [run_id])
+                cur.execute(_waits.GATE_SQL, [run_id])  # a row lock: no read-only role takes it
                 lease = self._load(cur, state, run_id, fence=False)
                 wire, recs = state.begin(req, self.session)
                 if not recs:
@@ -269,6 +282,7 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
     def _load(self, cur: Any, state: JournalState, run_id: str, fence: bool) -> dict[str, Any]:
         """Put the run's state (locked for this transaction) into ``state``; with ``fence``,
         refuse if this process held the run's lease and someone took it over."""
+        self._hint = run_id
         cached = self._cache.get(run_id)
         if cached is not None:  # valid while the run's rev is the one it was cached at
             row = cur.execute(

@@ -3,8 +3,9 @@
 ``load_entry`` rebuilds the ``RunEntry`` the shared state machine (``journal._state``) checks
 records against, from the tables, inside the writer's transaction. The rest answer the
 contract's read calls with the same rows the DuckDB store returns. A lease is *alive* when its
-holder's heartbeat is younger than the lease TTL and the holder's session still holds the
-lease's advisory lock (``LEASE_ALIVE``): a killed process's lock goes with its connection.
+holder's heartbeat is younger than the lease TTL and the session the lease names still holds
+the lease's advisory lock (``LEASE_ALIVE``): a killed process's
+lock goes with its connection.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ from letitloop.journal._state import _WIRE_FIELDS, ACTIVE_KINDS, RunEntry
 from letitloop.journal.postgres._schema import SEQ_SHIFT
 
 # the run's lease is held by a live process: fresh heartbeat, and the advisory lock of
-# (run, token) granted to a session (runs r in scope; %(ttl)s seconds)
+# (run, token) granted to the holder's own session (runs r in scope; %(ttl)s seconds): any role
+# may take an advisory lock, and one taken by another session (a read-only role's) must not
+# keep a dead holder's run looking alive
 LEASE_ALIVE = (
     "(r.holder IS NOT NULL AND r.heartbeat > now() - make_interval(secs => %(ttl)s) AND EXISTS "
     "(SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+    "AND l.pid = r.holder_pid "
     "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
     "AND l.classid = (hashtext(r.run_id)::bigint & 4294967295)::oid "
     "AND l.objid = (r.lease_token & 4294967295)::oid))"

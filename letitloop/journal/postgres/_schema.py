@@ -17,14 +17,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from letitloop.errors import ConfigError, JournalVersionError
 from letitloop.journal._analytics import VIEWS_1 as ANALYTICS_VIEWS_1
-from letitloop.journal.postgres import _limits, _queues
+from letitloop.journal.postgres import _limits, _queues, _waits
 
 DEFAULT_SCHEMA = "letitloop"
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # events.seq = the writing transaction's id << SEQ_SHIFT | the record's ordinal in it: readers
 # hand out only rows of transactions older than every running one, so no event is ever skipped
 SEQ_SHIFT = 20
-_MIGRATE_LOCK = 0x6C696C6D  # "lilm": the advisory lock that serializes migrations
+_MIGRATE_LOCK = _waits.MIGRATE_LOCK  # "lilm": the advisory lock that serializes migrations
 
 MIGRATIONS: list[str] = [
     # 1: the journal as of letitloop's first PostgreSQL release
@@ -108,6 +108,14 @@ CREATE TABLE board(
 """,
     # 7: queued runs and their workers (see postgres._queues)
     _queues.MIGRATION,
+    # 8: run gates. open_run serializes a run's lease changes on a row of this table (its run
+    # id's hash picks the row), locked FOR NO KEY UPDATE, which needs UPDATE on the table: a
+    # read-only role cannot take it and hold every open_run of a run, as it could the advisory
+    # lock used before (see postgres._waits)
+    f"""
+CREATE TABLE IF NOT EXISTS run_gates(slot int PRIMARY KEY);
+INSERT INTO run_gates SELECT generate_series(0, {_waits.GATES - 1}) ON CONFLICT DO NOTHING;
+""",
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises
@@ -166,7 +174,8 @@ def migrate(conn: Any, location: PgLocation, *, by: str = "letitloop") -> tuple[
     """Bring the schema to ``VERSION``; returns (version before, version after).
 
     ``conn`` must be in autocommit mode; each migration runs in its own transaction under an
-    advisory lock, so concurrent first uses migrate exactly once.
+    advisory lock, so concurrent first uses migrate exactly once. Its waits are bounded by the
+    connection's ``lock_timeout`` (``postgres._waits``); its statements are not.
     """
     schema = location.schema
     before = current_version(conn, schema)
@@ -174,6 +183,7 @@ def migrate(conn: Any, location: PgLocation, *, by: str = "letitloop") -> tuple[
     if before == VERSION:
         return before, before
     with conn.transaction():
+        conn.execute("SET LOCAL statement_timeout = 0")  # a migration may rebuild a big table
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATE_LOCK])
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         conn.execute(
