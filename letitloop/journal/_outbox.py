@@ -6,11 +6,15 @@ event, written in the same fold (DuckDB) or transaction (PostgreSQL) as the chan
 The deliverer reads events after its cursor, and in one transaction inserts a row per
 notification into ``outbox`` (keyed by an idempotency key derived from the journal and the
 event's sequence number) and advances the cursor; so a crash anywhere loses no notification and
-never makes a second key for one. Then it POSTs each due row, signed with HMAC-SHA256 over the
-exact body bytes, and records the outcome: delivered, or retried with exponential backoff until
-``max_tries``, then ``failed`` (shown by ``lil notify list`` and ``lil journal doctor``). A
-delivery cut off after the receiver got it is sent again with the same key: receivers drop a
-key they have seen (``X-Lil-Idempotency-Key``), which makes delivery exactly once per key.
+never makes a second key for one. Then it POSTs each due row, signed as Standard Webhooks sign
+(``webhook-id``, ``webhook-timestamp``, ``webhook-signature: v1,<base64 HMAC-SHA256 of
+id.timestamp.body>``: the time of the attempt is signed with the body, so a receiver refuses a
+replay), and records the outcome: delivered only on a 2xx answer from the configured URL
+itself (a redirect is not followed: it is a failed delivery that says where it pointed), else
+retried with exponential backoff until ``max_tries``, then ``failed`` (shown by ``lil notify
+list`` and ``lil journal doctor``). A delivery cut off after the receiver got it is sent again
+with the same key: receivers drop a ``webhook-id`` they have seen, which makes delivery exactly
+once per key.
 
 Only configuration names the receiver: ``LIL_NOTIFY_URL`` or ``[tool.letitloop.notify] url``,
 never a request or the journal. Bodies are bounded (``MAX_BODY``), as are retries.
@@ -35,8 +39,9 @@ EVENTS = ("approval_waiting", "effect_in_doubt", "dead_letter", "budget_stop", "
 STATES = ("pending", "delivered", "failed")
 MAX_BODY = 16_000  # bytes of one body: long messages are cut, the body stays valid JSON
 MAX_TRIES = 100
-SIGNATURE = "X-Lil-Signature"  # "sha256=" + hex HMAC-SHA256(secret, body)
-KEY_HEADER = "X-Lil-Idempotency-Key"
+# Standard Webhooks' headers: the signature covers "<webhook-id>.<webhook-timestamp>.<body>"
+ID_HEADER, TIME_HEADER, SIGNATURE = "webhook-id", "webhook-timestamp", "webhook-signature"
+KEY_HEADER = "X-Lil-Idempotency-Key"  # the same as webhook-id (kept for older receivers)
 SCAN = 500  # events read per scan
 KINDS = ("step", "err", "fail", "suspend")  # the only event kinds that can notify
 KEEP_DAYS = 30  # delivered notifications kept for `lil notify list`
@@ -60,7 +65,9 @@ class NotifyConfig:
     Attributes:
         url: the receiver (http or https); ``LIL_NOTIFY_URL`` overrides the file's ``url``.
         secret: the HMAC-SHA256 key, from the environment variable ``secret_env`` names
-            (default ``LIL_NOTIFY_SECRET``): a secret does not belong in pyproject.toml.
+            (default ``LIL_NOTIFY_SECRET``): a secret does not belong in pyproject.toml. A
+            Standard Webhooks secret (``whsec_`` + base64) is its decoded bytes; any other
+            value is its UTF-8 bytes.
         format: ``"json"`` (letitloop's body) or ``"slack"`` (an incoming webhook's ``text``).
         events: which events notify (default: all five).
         max_tries: deliveries of one notification before it is reported as failed.
@@ -115,11 +122,12 @@ def load_config(start: Path) -> NotifyConfig | None:
             f"[tool.letitloop.notify] in {where} has unknown keys {sorted(set(table) - known)}",
             fix=f"use only {', '.join(sorted(known | {'timeout'}))}",
         )
-    secret = os.environ.get(str(table.get("secret_env", "LIL_NOTIFY_SECRET")))
+    secret_env = str(table.get("secret_env", "LIL_NOTIFY_SECRET"))
+    secret = os.environ.get(secret_env)
     try:
         return NotifyConfig(
             url=str(url),
-            secret=secret.encode() if secret else None,
+            secret=signing_key(secret, secret_env) if secret else None,
             format=str(table.get("format", os.environ.get("LIL_NOTIFY_FORMAT", "json"))),
             events=frozenset(table.get("events", EVENTS)),
             max_tries=int(table.get("max_tries", 8)),
@@ -201,25 +209,71 @@ def body(event: str, e: EventInfo, key: str, journal_id: str, fmt: str) -> str:
     return out if len(out) <= MAX_BODY else json.dumps({"id": key, "text": text[:2000]})
 
 
-def sign(secret: bytes, data: bytes) -> str:
-    return "sha256=" + hmac.new(secret, data, hashlib.sha256).hexdigest()
+def signing_key(secret: str, where: str = "LIL_NOTIFY_SECRET") -> bytes:
+    """The HMAC key a secret stands for: a Standard Webhooks ``whsec_<base64>`` secret's bytes
+    (so their libraries verify with the same string), else the text's UTF-8 bytes."""
+    if not secret.startswith("whsec_"):
+        return secret.encode()
+    import base64
+    import binascii
+
+    try:
+        key = base64.b64decode(secret[6:] + "=" * (-len(secret[6:]) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if not key:
+        raise ConfigError(
+            f"{where} starts with whsec_ but the rest is not base64",
+            fix="use the secret exactly as it was given (whsec_ and base64), or any other text",
+        )
+    return key
+
+
+def sign(secret: bytes, msg_id: str, timestamp: int, data: bytes) -> str:
+    """``v1,<base64 HMAC-SHA256 of "<msg_id>.<timestamp>.<data>">``, as Standard Webhooks sign."""
+    import base64
+
+    signed = f"{msg_id}.{timestamp}.".encode() + data
+    return "v1," + base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest()).decode()
+
+
+def _opener() -> Any:
+    """urllib without redirects (imported only when a notification is posted). A 3xx is an
+    answer, not a new address: urllib would resend the POST as a GET without its body (and
+    with the signature), and the outbox would record a delivery that never was."""
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None  # urllib then raises HTTPError with the 3xx
+
+    return urllib.request.build_opener(NoRedirects)
 
 
 def post(cfg: NotifyConfig, key: str, event: str, data: bytes) -> str | None:
-    """Deliver one body; None when the receiver took it (2xx), else what went wrong."""
+    """Deliver one body; None when the configured URL itself took it (2xx), else what went
+    wrong (a redirect says where it pointed: it is not followed)."""
     import urllib.error
     import urllib.request
 
     headers = {"Content-Type": "application/json", KEY_HEADER: key, "X-Lil-Event": event}
     headers["User-Agent"] = "letitloop-notify"
     if cfg.secret is not None:
-        headers[SIGNATURE] = sign(cfg.secret, data)
+        now = int(time.time())
+        headers |= {ID_HEADER: key, TIME_HEADER: str(now)}
+        headers[SIGNATURE] = sign(cfg.secret, key, now, data)
     req = urllib.request.Request(cfg.url, data=data, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:
+        with _opener().open(req, timeout=cfg.timeout) as resp:
             resp.read(1024)
             return None if 200 <= resp.status < 300 else f"HTTP {resp.status}"
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            where = str(exc.headers.get("Location", "nowhere"))[:200]
+            return (
+                f"HTTP {exc.code}: the receiver redirects to {where}; redirects are not followed "
+                "(set the notify url to the address that takes the POST)"
+            )
         return f"HTTP {exc.code}"
     except (OSError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"[:300]
