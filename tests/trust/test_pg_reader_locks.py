@@ -10,6 +10,7 @@ alive, and a writer's session holding a run's row made the next call wait foreve
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -170,3 +171,44 @@ def test_every_wait_is_bounded_and_names_the_backend_that_holds_it(
     assert f"pid {_pid(viewer)} (role lil_viewer" in said["ERROR"], said
     viewer.execute("SELECT pg_advisory_unlock_all()")
     assert _call(roles["owner"], "migrating")["RESULT"] == "42"
+
+
+@pytest.mark.timeout(300)
+def test_a_viewer_cannot_silence_notifications(
+    roles: dict[str, str], viewer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The viewer holds the advisory lock whose holder used to be the one delivering client,
+    and tries to take the delivery lease's row: refused; a worker's client delivers a failed
+    run's notice all the same."""
+    from letitloop.journal.postgres._journal import PgJournal
+    from tests.notify.receiver import Receiver
+
+    viewer.execute("SELECT pg_advisory_lock(1818848366)")  # "liln": the old delivery lock
+    receiver = Receiver()
+    monkeypatch.setenv("LIL_NOTIFY_URL", receiver.url)
+    monkeypatch.setenv("LIL_NOTIFY_SECRET", "pg-secret")
+    deliverer = PgJournal(roles["worker"])
+    try:
+        started = time.monotonic()  # its first scan places the cursor at the journal's end
+        while viewer.execute("SELECT count(*) FROM outbox_cursor").fetchone() == (0,):
+            assert time.monotonic() - started < 60, "no client delivers: the viewer silenced them"
+            time.sleep(0.1)
+        monkeypatch.delenv("LIL_NOTIFY_URL")  # the failing run's own process does not deliver
+        fails = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "notify" / "notify_flows.py"), "fail"],
+            env=dict(os.environ, PYTHONPATH=str(ROOT), LIL_JOURNAL=roles["worker"]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert fails.returncode == 0, fails.stderr[-2000:]
+        deadline = time.monotonic() + 60
+        while not receiver.deliveries() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        got = [json.loads(body)["event"] for _, body in receiver.deliveries()]
+        assert got == ["run_failed"], "the viewer silenced the notifications"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            viewer.execute("UPDATE lil_delivery SET holder = 'viewer', heartbeat = now()")
+    finally:
+        deliverer.close()
+        receiver.close()

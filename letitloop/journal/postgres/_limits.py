@@ -6,10 +6,15 @@ levels back in one short transaction, so every process and every Dask worker on 
 shares them and clocks of different machines never matter. Nothing is held while a caller
 sleeps: a killed waiter leaves no trace.
 
-Notifications are delivered by whichever client holds the session advisory lock ``DELIVERY``:
-each client that has notifications configured starts a delivery thread that tries the lock every
-few seconds, so when the delivering process dies (its connection and lock go with it) another
-takes over. Its cursor and rows live in the journal's schema (``outbox``, ``outbox_cursor``),
+Notifications are delivered by whichever client holds the delivery lease, the one row of
+``lil_delivery`` (holder, its backend's pid, heartbeat): each client that has notifications
+configured starts a delivery thread that tries to claim it every few seconds. A claim succeeds
+when the row is free, is the claimant's own, names a backend that is gone (the delivering
+process died: its connection went with it) or has not been refreshed for the lease TTL (a
+frozen process); the holder refreshes it before each delivery once a third of the TTL has
+passed, and stops when it lost it. Claiming needs UPDATE on the table, so a read-only role
+cannot silence every notification by holding a lock, as it could the advisory lock used
+before. Its cursor and rows live in the journal's schema (``outbox``, ``outbox_cursor``),
 and events are read only once every older transaction has committed (``_reads.events``).
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +34,19 @@ from letitloop.journal._outbox import Outbox, list_notices, load_config, retry_s
 if TYPE_CHECKING:
     from letitloop.journal.postgres._journal import PgJournal
 
-DELIVERY = 0x6C696C6E  # "liln": the advisory lock of the one delivering client
 RETRY_LOCK = 3.0  # seconds between tries of a client that does not deliver
+CLAIM = (
+    "UPDATE lil_delivery SET holder = %(me)s, holder_pid = pg_backend_pid(), heartbeat = now() "
+    "WHERE id = 1 AND (holder IS NULL OR holder = %(me)s "
+    "OR heartbeat < now() - make_interval(secs => %(ttl)s) "
+    "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = lil_delivery.holder_pid)) "
+    "RETURNING 1"
+)
+DELIVERY_DDL = (  # part of schema migration 6 (postgres._schema)
+    "CREATE TABLE IF NOT EXISTS lil_delivery(id int PRIMARY KEY, holder text, holder_pid int, "
+    "heartbeat timestamptz);\n"
+    "INSERT INTO lil_delivery VALUES (1, NULL, NULL, NULL) ON CONFLICT DO NOTHING;\n"
+)
 PERIOD = 0.5  # seconds between delivery rounds
 
 MIGRATION = """
@@ -163,13 +180,26 @@ def retry(journal: PgJournal, key: str) -> None:
 
 
 class Delivery:
-    """A thread that delivers notifications while this client holds the delivery lock."""
+    """A thread that delivers notifications while this client holds the delivery lease."""
 
     def __init__(self, journal: PgJournal, cfg: Any) -> None:
         self.journal, self.cfg = journal, cfg
+        self.me = f"{journal.session}/notify"
+        self.claimed = 0.0  # monotonic time of the last successful claim
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="lil-pg-notify", daemon=True)
         self.thread.start()
+
+    def _claim(self, conn: Any) -> bool:
+        row = conn.execute(CLAIM, {"me": self.me, "ttl": self.journal.ttl}).fetchone()
+        self.claimed = time.monotonic() if row else 0.0
+        return row is not None
+
+    def _still_mine(self, conn: Any) -> None:
+        """Before each delivery: refresh the lease once a third of the TTL has passed; a lease
+        someone took over meanwhile (this process was frozen) stops the round."""
+        if time.monotonic() - self.claimed > self.journal.ttl / 3 and not self._claim(conn):
+            raise _Lost()
 
     def _loop(self) -> None:
         while not self.stop.is_set():
@@ -177,16 +207,21 @@ class Delivery:
             try:
                 conn = self.journal._fresh()
                 while not self.stop.is_set():
-                    got = conn.execute("SELECT pg_try_advisory_lock(%s)", [DELIVERY]).fetchone()
-                    if got and got[0]:
-                        break
-                    self.stop.wait(RETRY_LOCK)
-                self._deliver(conn)
-            except Exception:  # the server went away: connect again, the lock went with it
+                    if self._claim(conn):
+                        self._deliver(conn)
+                    else:
+                        self.stop.wait(RETRY_LOCK)
+            except Exception:  # the server went away: connect again, and claim again
                 self.stop.wait(1.0)
             finally:
                 if conn is not None:
                     try:
+                        if self.claimed:
+                            conn.execute(
+                                "UPDATE lil_delivery SET holder = NULL WHERE id = 1 AND "
+                                "holder = %s",
+                                [self.me],
+                            )
                         conn.close()
                     except Exception:
                         pass
@@ -208,13 +243,21 @@ class Delivery:
             return _reads.head(cur)
 
         outbox = Outbox(self.cfg, self.journal.journal_id, sql, atomic, events_after, head)
-        while not self.stop.is_set():
-            outbox.pump()
-            self.stop.wait(PERIOD)
+        try:
+            while not self.stop.is_set():
+                self._still_mine(conn)
+                outbox.pump(between=lambda: self._still_mine(conn))
+                self.stop.wait(PERIOD)
+        except _Lost:
+            return
 
     def close(self) -> None:
         self.stop.set()
         self.thread.join(timeout=5)
+
+
+class _Lost(Exception):
+    """The delivery lease went to another client: this one stops delivering."""
 
 
 def start_delivery(journal: PgJournal) -> Delivery | None:

@@ -108,14 +108,16 @@ CREATE TABLE board(
 """,
     # 7: queued runs and their workers (see postgres._queues)
     _queues.MIGRATION,
-    # 8: run gates. open_run serializes a run's lease changes on a row of this table (its run
-    # id's hash picks the row), locked FOR NO KEY UPDATE, which needs UPDATE on the table: a
-    # read-only role cannot take it and hold every open_run of a run, as it could the advisory
-    # lock used before (see postgres._waits)
+    # 8: run gates and the delivery lease. open_run serializes a run's lease changes on a row
+    # of run_gates (its run id's hash picks the row), locked FOR NO KEY UPDATE, and the client
+    # that delivers notifications holds the one row of lil_delivery: both need UPDATE on the
+    # table, so a read-only role cannot hold them, as it could the advisory locks used before
+    # (see postgres._waits and postgres._limits)
     f"""
 CREATE TABLE IF NOT EXISTS run_gates(slot int PRIMARY KEY);
 INSERT INTO run_gates SELECT generate_series(0, {_waits.GATES - 1}) ON CONFLICT DO NOTHING;
-""",
+"""
+    + _limits.DELIVERY_DDL,
 ]
 VERSION = len(MIGRATIONS)
 STALE = "LIL01"  # the SQLSTATE lil_fence raises
