@@ -127,7 +127,7 @@ def local_cluster_options(given: dict[str, Any], dashboard: bool) -> dict[str, A
     if dashboard:
         opts["dashboard_address"] = "127.0.0.1:0"
     opts.update(given)
-    if "security" not in given:
+    if given.get("security") is None:
         opts["security"] = _temporary_security()
     address = opts.setdefault("dashboard_address", None)
     if isinstance(address, int) or (isinstance(address, str) and address.startswith(":")):
