@@ -3,7 +3,8 @@
     python benchmarks/fanout.py [--items 1000] [--ms 10] [--rounds 3] [--cluster both|tls|tcp]
 
 Each cluster is 2 worker processes (1 thread each) serving both sides, so both pay the same
-scheduler and the same cores. Two clusters, measured in one run, rounds interleaved:
+scheduler and the same cores. Two clusters, measured in one run, rounds interleaved (the order
+alternates):
 - ``tls``: the cluster ``DaskExecutor()`` starts (TLS with temporary credentials, no dashboard:
   what a user gets);
 - ``tcp``: a plain ``LocalCluster`` (no TLS) given as ``DaskExecutor(client)``.
@@ -75,7 +76,7 @@ def main() -> None:
     ours: dict[str, list[float]] = {k: [] for k in kinds}
     rerun, first_new = [], []
     for r in range(args.rounds):
-        for kind in kinds:
+        for kind in kinds if r % 2 == 0 else kinds[::-1]:  # neither always goes first
             executor = executors[kind]
             client = executor.client
             t = time.perf_counter()
