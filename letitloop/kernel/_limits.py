@@ -1,8 +1,8 @@
 """Shared rate limits for steps: ``step(..., limit="openai:gpt-4o")`` waits for capacity first.
 
 A ``Limit`` (requests and tokens a minute) is declared once, in code (``Limit(...)``) or in
-``[tool.letitloop.limits]`` of the nearest ``pyproject.toml``, and shared by every process of
-the journal: the journal keeps the buckets (``journal._limits``), so ten processes or a Dask
+``[tool.letitloop.limits]`` of the project root's ``pyproject.toml``, and shared by every process
+of the journal: the journal keeps the buckets (``journal._limits``), so ten processes or a Dask
 cluster together stay within the provider's limit instead of each retrying on 429s.
 
 Before each attempt the step takes one request and its ``estimate_tokens=`` from the journal.
@@ -94,7 +94,8 @@ def resolve(spec: str | Limit, cwd: Path | None = None) -> Limit:
 
 
 def configured(cwd: Path | None = None) -> dict[str, Limit]:
-    """The limits of ``[tool.letitloop.limits]`` in the nearest pyproject.toml (read once)."""
+    """The limits of ``[tool.letitloop.limits]`` in the project root's pyproject.toml (read
+    once; a file another user could write is ignored, see ``journal._trust``)."""
     from letitloop.journal import tool_table
 
     start = (cwd or Path.cwd()).resolve()
