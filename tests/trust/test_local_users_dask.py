@@ -104,7 +104,7 @@ def test_another_user_cannot_run_code_on_the_cluster_and_the_workflow_works(
             ],
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=200,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         assert done.returncode == 0, done.stderr[-3000:]

@@ -51,11 +51,20 @@ def connect(journal: PgJournal, migrate: bool = False) -> Any:
             version = _schema.current_version(conn, journal.where.schema)
             _schema.check_not_newer(version, journal.where)
     except psycopg.Error as exc:
-        error = journal._refused(exc, conn)  # a wait that ran out names who held it
+        error = explain(journal, exc, conn)  # a wait that ran out names who held it
         conn.close()
         raise error from None
     conn.execute(f'SET search_path TO "{journal.where.schema}"')
     return conn
+
+
+def explain(journal: PgJournal, exc: psycopg.Error, conn: Any) -> JournalError:
+    """A statement's error as a journal error; a wait that ran out (``lock_timeout``,
+    ``statement_timeout``) names the sessions that held what it waited for."""
+    if _waits.is_timeout(exc) and conn is not None and not conn.closed:
+        where, limit, hint = journal.where, journal.write_timeout, journal._hint
+        return _waits.timed_out(exc, conn, journal.location, where.schema, limit, hint)
+    return refused(exc, journal.location)
 
 
 def refused(exc: psycopg.Error, location: str) -> JournalError:

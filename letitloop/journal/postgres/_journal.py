@@ -104,13 +104,6 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
         """A new autocommit connection on the journal's schema (migrating it on first use)."""
         return _connection.connect(self, migrate)
 
-    def _refused(self, exc: psycopg.Error, conn: Any) -> JournalError:
-        """A statement's error as a journal error: a wait that ran out names who held it."""
-        if _waits.is_timeout(exc) and conn is not None and not conn.closed:
-            schema, hint = self.where.schema, self._hint
-            return _waits.timed_out(exc, conn, self.location, schema, self.write_timeout, hint)
-        return _connection.refused(exc, self.location)
-
     def _fresh(self) -> Any:
         """A connection for a helper thread (notifier, follower)."""
         return self._connect()
@@ -139,7 +132,7 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
                         and not _connection.broken(exc)
                     ):
                         if _waits.is_timeout(exc):  # a wait ran out: who held it
-                            raise self._refused(exc, self._conn) from None
+                            raise _connection.explain(self, exc, self._conn) from None
                         raise JournalError(f"PostgreSQL journal: {str(exc).strip()}") from None
                     self._drop_conn()
                     failures += 1
@@ -151,7 +144,7 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
                         ) from None
                     time.sleep(min(1.0, 0.05 * failures))
                 except psycopg.Error as exc:
-                    raise self._refused(exc, self._conn) from None
+                    raise _connection.explain(self, exc, self._conn) from None
 
     def _drop_conn(self) -> None:
         self._cache.clear()
