@@ -58,12 +58,17 @@ def connect(journal: PgJournal, migrate: bool = False) -> Any:
     return conn
 
 
-def explain(journal: PgJournal, exc: psycopg.Error, conn: Any) -> JournalError:
+def explain(
+    journal: PgJournal, exc: psycopg.Error, conn: Any, operational: bool = False
+) -> JournalError:
     """A statement's error as a journal error; a wait that ran out (``lock_timeout``,
-    ``statement_timeout``) names the sessions that held what it waited for."""
+    ``statement_timeout``) names the sessions that held what it waited for. ``operational``:
+    an OperationalError of a statement on a connection that still works."""
     if _waits.is_timeout(exc) and conn is not None and not conn.closed:
         where, limit, hint = journal.where, journal.write_timeout, journal._hint
         return _waits.timed_out(exc, conn, journal.location, where.schema, limit, hint)
+    if operational:
+        return JournalError(f"PostgreSQL journal: {str(exc).strip()}")
     return refused(exc, journal.location)
 
 

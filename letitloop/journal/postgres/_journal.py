@@ -126,14 +126,9 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
                         self._reconnect()
                     return fn(self._conn)
                 except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                    if (
-                        self._conn is not None
-                        and not self._conn.closed
-                        and not _connection.broken(exc)
-                    ):
-                        if _waits.is_timeout(exc):  # a wait ran out: who held it
-                            raise _connection.explain(self, exc, self._conn) from None
-                        raise JournalError(f"PostgreSQL journal: {str(exc).strip()}") from None
+                    conn = self._conn
+                    if conn is not None and not conn.closed and not _connection.broken(exc):
+                        raise _connection.explain(self, exc, conn, operational=True) from None
                     self._drop_conn()
                     failures += 1
                     if failures > 20:

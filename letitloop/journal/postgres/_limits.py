@@ -42,7 +42,7 @@ CLAIM = (
     "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = lil_delivery.holder_pid)) "
     "RETURNING 1"
 )
-DELIVERY_DDL = (  # part of schema migration 6 (postgres._schema)
+DELIVERY_DDL = (  # part of schema migration 8 (postgres._schema)
     "CREATE TABLE IF NOT EXISTS lil_delivery(id int PRIMARY KEY, holder text, holder_pid int, "
     "heartbeat timestamptz);\n"
     "INSERT INTO lil_delivery VALUES (1, NULL, NULL, NULL) ON CONFLICT DO NOTHING;\n"
