@@ -68,6 +68,7 @@ def _command_lines() -> list[tuple[str, str]]:
     prompt), and `$ lil ...` lines of text and unmarked blocks (not diagrams that say lil)."""
     found = []
     for name, lang, block in _blocks("console", "bash", "sh", "text", ""):
+        block = re.sub(r"\\\n\s*", " ", block)  # a command continued over lines is one line
         for line in block.splitlines():
             line = line.strip()
             prompted = line.startswith("$ ")
