@@ -28,28 +28,10 @@ class Check:
 
 
 def explain_journal(explicit: str | None) -> tuple[Path, str]:
-    """The journal path and which discovery rule chose it (mirrors ``journal._config``)."""
-    from letitloop.journal._config import (
-        _PROJECT_MARKERS,
-        _pyproject,
-        _pyproject_journal,
-        find_journal,
-        project_root,
-    )
+    """The journal file and which discovery rule chose it (the rules are ``journal.locate``'s)."""
+    from letitloop.journal import find_journal, locate
 
-    path = find_journal(explicit)
-    if explicit is not None:
-        return path, "the --journal option"
-    if os.environ.get("LIL_JOURNAL"):
-        return path, "the LIL_JOURNAL environment variable"
-    root = project_root(Path.cwd().resolve())
-    if root is None:
-        return path, "no project root above the current directory, so the current directory"
-    pyproject = _pyproject(root)
-    if pyproject is not None and _pyproject_journal(pyproject) is not None:
-        return path, f"[tool.letitloop] journal in {pyproject}"
-    found = [m for m in _PROJECT_MARKERS if (root / m).exists()]
-    return path, f"the project root {root} (it has {found[0]})"
+    return find_journal(explicit), locate(explicit)[1]
 
 
 def _writable_dir(directory: Path) -> str | None:

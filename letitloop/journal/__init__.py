@@ -6,7 +6,7 @@ here, never from the private modules behind them; the backends (``duckdb/``: the
 and its client; ``postgres/``) live in their own packages, which only ``open_journal`` reaches.
 Names are resolved lazily (PEP 562): a process that only resumes a run pays for what it uses.
 
-    open        open_journal, find_location, find_journal, JournalPaths, who, tool_table
+    open        open_journal, find_location, locate, find_journal, JournalPaths, who, tool_table
     contract    Journal and its roles, Subscription, Encoded, and the records it returns:
                 RunState StepRecord RunInfo RunDetail AttemptInfo EventInfo ApprovalInfo
                 Proposal CacheEntry Notice CheckpointRow CheckpointWrite BoardEntry BoardView
@@ -36,6 +36,7 @@ TYPE_CHECKING = False  # importing typing costs several ms: only for the type ch
 _C = "letitloop.journal._contract"
 _EXPORTS = {
     "find_location": "letitloop.journal._config",
+    "locate": "letitloop.journal._config",
     "find_journal": "letitloop.journal._config",
     "JournalPaths": "letitloop.journal._config",
     "who": "letitloop.journal._config",
@@ -176,6 +177,7 @@ if TYPE_CHECKING:
         JournalPaths as JournalPaths,
         find_journal as find_journal,
         find_location as find_location,
+        locate as locate,
         tool_table as tool_table,
         who as who,
     )

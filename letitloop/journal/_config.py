@@ -155,28 +155,46 @@ def find_location(
     explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None
 ) -> Path | str:
     """The journal to use: a DuckDB file's path, or a ``postgresql://`` URL (as a str)."""
+    return locate(explicit, cwd)[0]
+
+
+def locate(
+    explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None
+) -> tuple[Path | str, str]:
+    """The journal to use and, in words, the rule that chose it (``lil journal doctor`` says
+    it): the explicit location, ``LIL_JOURNAL``, ``[tool.letitloop] journal`` in the project
+    root's pyproject.toml, ``.letitloop/journal.duckdb`` in the project root, else in ``cwd``."""
     chosen = explicit if explicit is not None else os.environ.get("LIL_JOURNAL") or None
     if chosen is not None:
+        why = (
+            "the --journal option"
+            if explicit is not None
+            else "the LIL_JOURNAL environment variable"
+        )
         text = os.fspath(chosen)
         if _URL.match(text):
-            return _check_url(text)
+            return _check_url(text), why
         path = Path(text).expanduser()
         if path.is_dir():
             path = path / "journal.duckdb"
-        return path.resolve()
+        return path.resolve(), why
     start = (cwd or Path.cwd()).resolve()
     root = project_root(start)
     if root is not None:
         pyproject = _pyproject(root)
         configured = _pyproject_journal(pyproject) if pyproject is not None else None
-        return configured if configured is not None else root / ".letitloop" / "journal.duckdb"
+        if configured is not None:
+            return configured, f"[tool.letitloop] journal in {pyproject}"
+        marker = next(m for m in _PROJECT_MARKERS if (root / m).exists())
+        return root / ".letitloop" / "journal.duckdb", f"the project root {root} (it has {marker})"
     own = start / ".letitloop"
     if own.exists() and not trusted(own):
         raise ConfigError(
             f"the journal's folder {own} may belong to another user (see the warning above)",
             fix="work in a folder of your own, or set LIL_JOURNAL to a journal of yours",
         )
-    return own / "journal.duckdb"
+    why = "no project root above the current directory, so the current directory"
+    return own / "journal.duckdb", why
 
 
 def project_root(start: Path) -> Path | None:
