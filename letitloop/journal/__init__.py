@@ -11,6 +11,7 @@ Names are resolved lazily (PEP 562): a process that only resumes a run pays for 
                 RunState StepRecord RunInfo RunDetail AttemptInfo EventInfo ApprovalInfo
                 Proposal CacheEntry Notice CheckpointRow CheckpointWrite BoardEntry BoardView
     records     Record, check_text, error_dict, in_doubt_error, cancelled_error, RecordWrites,
+                ACTIVE_KINDS (the records a run's own process writes: its time running),
                 the limits MAX_MICROS MAX_TOKENS MAX_BUDGET_TOKENS
     values      preview, short_repr, call_preview (never run user code)
     features    forks (ForkOrigin, plan_fork, fork_records, forked_from, origin_of), step.map
@@ -79,6 +80,7 @@ _EXPORTS = {
     "MAX_MICROS": "letitloop.journal._records",
     "MAX_TOKENS": "letitloop.journal._records",
     "MAX_BUDGET_TOKENS": "letitloop.journal._records",
+    "ACTIVE_KINDS": "letitloop.journal._state",
     "error_dict": "letitloop.journal._state",
     "in_doubt_error": "letitloop.journal._state",
     "cancelled_error": "letitloop.journal._state",
@@ -262,6 +264,7 @@ if TYPE_CHECKING:
         check_text as check_text,
     )
     from letitloop.journal._state import (
+        ACTIVE_KINDS as ACTIVE_KINDS,
         cancelled_error as cancelled_error,
         error_dict as error_dict,
         in_doubt_error as in_doubt_error,

@@ -8,6 +8,7 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
 
     runs        RunSummary, StepSummary, summarize, summary_of, list_summaries, steps_of,
                 actions_for, attempt_seconds, latest_attempts, ACTIONS, STATUSES
+    live        advance (a summary moved forward by its pushed events, without a read)
     one run     RunView, run_view, view_of, result_preview; its blackboard: BoardKey, board_keys,
                 Conversation, Turn, conversations, turn_line
     effects     Doubt, in_doubt, doubts, doubts_of
@@ -62,6 +63,7 @@ _EXPORTS = {
         ),
         _RUNS,
     ),
+    "advance": "letitloop.operate._live",
     **dict.fromkeys(
         ("RunView", "run_view", "view_of", "result_preview", "view_json"),
         "letitloop.operate._view",
@@ -258,6 +260,9 @@ if TYPE_CHECKING:
         decision_json as decision_json,
         decisions as decisions,
         step_output as step_output,
+    )
+    from letitloop.operate._live import (
+        advance as advance,
     )
     from letitloop.operate._metrics import (
         BUCKETS as BUCKETS,
