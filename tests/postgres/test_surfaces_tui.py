@@ -97,3 +97,33 @@ def test_the_installed_lil_tui_shows_a_postgres_journal(pg_dsn: str, tmp_path: P
         assert "error" not in shown.lower()
     finally:
         term.close()
+
+
+async def test_the_cost_meter_shows_a_budget_set_on_postgres(pg_dsn: str) -> None:
+    """The run screen's budget is the run summary's (``operate``), read from the journal's run
+    listing: PostgreSQL's listing carries it as DuckDB's and the memory journal's do."""
+    sys.path.insert(0, str(ROOT / "tests" / "tui"))
+    from textual.widgets import Static
+    from tui_helpers import plain, settle, until
+
+    from letitloop import durable, step
+    from letitloop.journal import open_journal
+    from letitloop.tui._app import LilApp
+    from letitloop.tui._detail import DetailScreen
+
+    journal = open_journal(pg_dsn)
+
+    @durable(journal=journal, name="pg.budget", run_id="b1")
+    def flow() -> int:
+        return int(step("one", lambda: 1))
+
+    assert flow() == 1
+    journal.set_budget("pg.budget:b1", "ana@test", usd_micros=2_500_000, tokens=900)
+    assert journal.list_runs(workflow="pg.budget")[0].budget == (2_500_000, 900)
+    assert journal.get_run("pg.budget:b1").run.budget == (2_500_000, 900)
+    app = LilApp(pg_dsn)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        app.open_run("pg.budget:b1")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.view)
+        assert "budget $2.50" in plain(app.screen.query_one("#cost-meter", Static))

@@ -186,8 +186,8 @@ def list_runs(
         "%(status)s::text IS NULL OR st = %(status)s ORDER BY updated DESC LIMIT %(limit)s) "
         "SELECT sel.run_id, sel.workflow, sel.run_key, sel.st, sel.epoch, sel.tries, "
         "sel.created, sel.updated, sel.live, sel.parent, sel.error, agg.done, agg.cost, "
-        "agg.tokens, agg.saved, CASE WHEN sel.status = 'running' THEN agg.cur END, act.active "
-        "FROM sel "
+        "agg.tokens, agg.saved, CASE WHEN sel.status = 'running' THEN agg.cur END, act.active, "
+        "sel.budget_micros, sel.budget_tokens FROM sel "
         "LEFT JOIN LATERAL (SELECT count(DISTINCT s.position) FILTER (WHERE s.status = "
         "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
         "coalesce(sum(s.tokens_in + s.tokens_out), 0) AS tokens, coalesce(sum(s.saved_micros), 0)"
@@ -216,6 +216,7 @@ def list_runs(
             tokens=int(r[13] or 0),
             saved_micros=int(r[14] or 0),
             active_seconds=float(r[16] or 0.0),
+            budget=None if r[17] is None and r[18] is None else (r[17], r[18]),
         )
         for r in rows
     ]
