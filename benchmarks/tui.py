@@ -239,7 +239,7 @@ async def bare_open(rows: int = 200) -> float:
     from textual.containers import Horizontal
     from textual.widgets import DataTable, Footer, Header, Input, Label
 
-    from letitloop.tui._model import RUN_COLUMNS
+    from letitloop.tui._runs import RUN_COLUMNS
 
     class Bare(App[None]):
         def compose(self) -> ComposeResult:

@@ -21,8 +21,8 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 
-from letitloop.journal._contract import EventInfo
-from letitloop.tui import _actions
+from letitloop import operate as ops
+from letitloop.journal import EventInfo, who
 from letitloop.tui._model import Clock, JournalChanged, JournalProblem, Model
 from letitloop.tui._palette import RunLookup
 from letitloop.tui._plain import PlainNotify
@@ -87,7 +87,7 @@ class LilApp(PlainNotify):
         self.model = model or Model(journal_path, clock=clock)
         self.live = live
         self.listeners: set[JournalScreen] = set()
-        self.resumes: list[_actions.Resume] = []
+        self.resumes: list[ops.Resume] = []
         self.problem: str | None = None
         self._probe_timer: Timer | None = None
         if live:
@@ -201,25 +201,40 @@ class LilApp(PlainNotify):
         self.push_screen(DetailScreen(run_id))
 
     def start_resume(self, run_id: str) -> None:
-        """Resume a run in a background process and follow it on its detail screen."""
+        """Resume a run in a background process and follow it on its detail screen; a run that
+        cannot be resumed is refused with the cause every surface gives
+        (``operate.start_resume``, the check ``lil runs resume`` makes)."""
         self.open_run(run_id)
         self._resume(run_id)
 
     @work(thread=True, group="resume")
     def _resume(self, run_id: str) -> None:
+        from letitloop.errors import LetItLoopError
+
         try:
-            resume = _actions.start_resume(self.model.location, run_id)
-        except Exception as exc:  # no journal, or the interpreter cannot be started
+            resume = ops.start_resume(self.model.journal, run_id, by=who())
+        except LetItLoopError as exc:  # refused: it is cancelled, running, completed...
+            self.ui(self.refused, exc)
+            return
+        except Exception as exc:  # the interpreter cannot be started
             self.ui(self.journal_problem, exc)
             return
         self.resumes.append(resume)
-        self.ui(self.notify, f"resuming {run_id} in the background", title="resume")
+        self.ui(self.notify, resume.outcome.message, title="resume")
         code = resume.wait()
         if code == 0:
             self.ui(self.notify, f"resume of {run_id} finished", title="resume")
         else:
             tail = resume.tail() or f"exit code {code}"
             self.ui(self.notify, tail, title=f"resume of {run_id} stopped", severity="error")
+
+    def refused(self, error: BaseException) -> None:
+        """An action that does not apply, or failed: the error's sentence and its fix, as
+        ``lil`` prints them (``error:`` and ``fix:``)."""
+        message = getattr(error, "message", None) or str(error)
+        fix = getattr(error, "fix", None)
+        title = getattr(error, "title", None) or type(error).__name__
+        self.notify(message + (f"\nfix: {fix}" if fix else ""), title=title, severity="error")
 
     def action_help(self) -> None:
         """Every key of the screen in use, explained in words (``?`` again closes it)."""
@@ -241,6 +256,6 @@ class LilApp(PlainNotify):
 def run_app(journal: str | None = None) -> None:
     """Open the dashboard on ``journal`` (a DuckDB file or a postgresql:// URL; found like
     ``lil`` does when None)."""
-    from letitloop.journal._config import find_location
+    from letitloop.journal import find_location
 
     LilApp(find_location(journal)).run()

@@ -20,8 +20,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.widgets.data_table import ColumnKey
 
-from letitloop.tui import _actions
-from letitloop.tui._model import ApprovalRow, truncate
+from letitloop import operate as ops
+from letitloop.journal import ApprovalInfo, who
+from letitloop.tui._model import MAX_SHOWN
 from letitloop.tui._plain import PlainStatic
 from letitloop.tui._widgets import JournalScreen, PayloadScreen, PromptScreen, RowTable
 
@@ -74,7 +75,7 @@ def check_payload(text: str, schema: dict[str, Any] | None) -> Any:
     """Parse an edited payload and check it against the approval's schema: the check the journal
     makes when the decision is recorded, run before the dialog closes."""
     from letitloop.errors import ConfigError
-    from letitloop.journal._approvals import check_payload as check_schema
+    from letitloop.journal import check_payload as check_schema
 
     value = json.loads(text)
     try:
@@ -97,7 +98,7 @@ class ApprovalsScreen(JournalScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[ApprovalRow] = []
+        self.rows: list[ApprovalInfo] = []
         self._width = 0  # the table width the rows were cut for
 
     def compose(self) -> ComposeResult:
@@ -116,10 +117,10 @@ class ApprovalsScreen(JournalScreen):
         self.query_one("#approvals", DataTable).focus()
         super().on_mount()
 
-    def fetch(self) -> list[ApprovalRow]:
-        return self.model.approval_rows()
+    def fetch(self) -> list[ApprovalInfo]:
+        return self.model.approvals()
 
-    def show(self, data: list[ApprovalRow]) -> None:
+    def show(self, data: list[ApprovalInfo]) -> None:
         self.rows = data
         table = self.query_one("#approvals", DataTable)
         cursor = table.cursor_row
@@ -127,13 +128,14 @@ class ApprovalsScreen(JournalScreen):
         width = run_width(table.size.width or self.app.size.width // 2)
         table.columns[ColumnKey("run")].width = width
         self._width = table.size.width
+        clock = self.model.clock
         for r in data:
             table.add_row(
                 fit(r.name, 14),
                 fit_run(r.run_id, width),
-                r.created,
-                r.deadline,
-                "yes" if r.editable else "no",
+                clock.time(r.created),
+                clock.time(r.deadline) if r.deadline else "none",
+                "yes" if r.schema is not None else "no",
                 key=r.id,
             )
         if 0 <= cursor < table.row_count:
@@ -144,7 +146,7 @@ class ApprovalsScreen(JournalScreen):
         if self.rows and self.query_one("#approvals", DataTable).size.width != self._width:
             self.show(self.rows)
 
-    def selected(self) -> ApprovalRow | None:
+    def selected(self) -> ApprovalInfo | None:
         table = self.query_one("#approvals", DataTable)
         if not self.rows or not 0 <= table.cursor_row < len(self.rows):
             return None
@@ -163,11 +165,12 @@ class ApprovalsScreen(JournalScreen):
             Text(f"{r.name}  ({r.id})", "bold"),
             Text(f"run {r.run_id}"),
             Text("\npayload", "bold"),
-            Syntax(truncate(payload_text(r.payload)), "json", word_wrap=True),
+            Syntax(ops.truncate(payload_text(r.payload), MAX_SHOWN), "json", word_wrap=True),
         ]
         if r.schema:
             parts += [Text("\nschema (press e to edit)", "bold")]
-            parts.append(Syntax(truncate(payload_text(r.schema), 1500), "json", word_wrap=True))
+            schema = ops.truncate(payload_text(r.schema), 1500)
+            parts.append(Syntax(schema, "json", word_wrap=True))
         pane.update(Group(*parts))
 
     def action_decide(self, approved: bool) -> None:
@@ -177,7 +180,9 @@ class ApprovalsScreen(JournalScreen):
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(_actions.decide_approval, r.id, approved, _actions.who(), comment)
+                self.run_write(
+                    ops.decide_approval, r.id, approved=approved, by=who(), comment=comment
+                )
 
         verb = "Approve" if approved else "Reject"
         title = f"{verb} {r.name} of {r.run_id}? Comment (optional), Enter to confirm:"
@@ -187,7 +192,7 @@ class ApprovalsScreen(JournalScreen):
         r = self.selected()
         if r is None:
             return
-        if not r.editable:
+        if r.schema is None:
             text = f"{r.name} declared no schema: its payload cannot be edited"
             self.notify(text, severity="warning")
             return
@@ -195,7 +200,7 @@ class ApprovalsScreen(JournalScreen):
         def done(text: str | None) -> None:
             if text is not None:
                 payload = check_payload(text, r.schema)
-                self.run_write(_actions.decide_approval, r.id, True, _actions.who(), None, payload)
+                self.run_write(ops.decide_approval, r.id, approved=True, by=who(), payload=payload)
 
         check = lambda text: check_payload(text, r.schema)  # noqa: E731
         self.app.push_screen(

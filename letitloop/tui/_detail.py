@@ -18,21 +18,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Label, RichLog, Sparkline, Static
 
-from letitloop.journal._fork import origin_of
-from letitloop.journal._maps import MapItems
-from letitloop.journal._preview import human_times
-from letitloop.tui import _actions
+from letitloop import operate as ops
+from letitloop.journal import MapItems, who
+from letitloop.operate import Outcome, RunSummary
 from letitloop.tui._board import board_section
 from letitloop.tui._events import describe
-from letitloop.tui._model import (
-    DetailView,
-    JournalChanged,
-    RunRow,
-    error_line,
-    human_span,
-    truncate,
-    usd,
-)
+from letitloop.tui._model import MAX_SHOWN, DetailView, JournalChanged
 from letitloop.tui._plain import PlainLabel, PlainStatic
 from letitloop.tui._runs import RUN_BINDINGS, RunActions
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable, status_text
@@ -73,7 +64,6 @@ class DetailScreen(RunActions, JournalScreen):
         self._shown_steps: list[Any] = []
         self._shown_events = 0
         self._names: dict[int, str] = {}  # step names by position, for decision events
-        self.board: RenderableType | None = None  # its blackboard and conversations
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -101,36 +91,34 @@ class DetailScreen(RunActions, JournalScreen):
     # data -------------------------------------------------------------------------------------
 
     def fetch(self) -> DetailView:
-        self.board = board_section(self.model.journal, self.run_id)
         return self.model.detail(self.run_id)
 
     def show(self, data: DetailView) -> None:
         first = self.view is None
         self.view = data
-        run = data.run
-        row = self.model.run_row(run, total=data.total)
+        run, clock = data.run, self.model.clock
         summary = Text.assemble(
             (f"{run.workflow}  ", "bold"),
             (run.run_id, ""),
             "   ",
             status_text(run.status),
-            f"   steps {row.steps}   epoch {run.epoch}   try {run.attempt}",
-            f"   started {row.started}   duration {row.duration}",
+            f"   steps {ops.shown(run)['steps']}   epoch {run.epoch}   try {run.attempt}",
+            f"   started {clock.stamp(run.created)}   duration {clock.duration(run.seconds)}",
         )
-        if data.events and (origin := origin_of(data.events[0].data)) is not None:
+        if (origin := run.forked_from) is not None:
             at = f"{origin.step} (#{origin.position})" if origin.step else f"#{origin.position}"
             summary.append(f"\nforked from {origin.run_id} at {at}", "cyan")
         if run.error:
-            summary.append(f"\n{error_line(run.error)}", style="red")
-        if data.dead_letter:
+            summary.append(f"\n{ops.error_line(run.error)}", style="red")
+        if run.dead_letter:
             summary.append("\ndead-lettered: press t to retry the step, then R to resume", "yellow")
-        if data.pending_approvals:
-            names = ", ".join(a.name for a in data.pending_approvals)
+        if data.view.approvals:
+            names = ", ".join(a.name for a in data.view.approvals)
             summary.append(f"\nwaiting for approval: {names} (press a)", "bold magenta")
         self.query_one("#summary", Static).update(summary)
         self.fill_steps(data)
         self.show_durations(data)
-        self.query_one("#cost-meter", Static).update(self.cost_meter(data))
+        self.query_one("#cost-meter", Static).update(self.cost_meter(data.run))
         if len(data.events) != self._shown_events:
             self._shown_events = len(data.events)
             log = self.query_one("#events", RichLog)
@@ -157,28 +145,30 @@ class DetailScreen(RunActions, JournalScreen):
                 s.name if s.kind == "step" else f"{s.name} ({s.kind})",
                 status_text(s.status),
                 str(s.attempts),
-                s.duration,
-                s.cost,
+                self.model.clock.duration(s.seconds),
+                ops.money(s.cost_micros),
                 key=str(s.position),
             )
         if 0 <= cursor < table.row_count:
             table.move_cursor(row=cursor, animate=False)
 
-    def cost_meter(self, data: DetailView) -> Text:
-        spent = data.run.cost_micros
-        text = Text(f"cost {usd(spent)}", style="bold")
-        if data.run.tokens:
-            text.append(f"  {data.run.tokens} tokens")
-        if data.budget_micros:
-            share = min(1.0, spent / data.budget_micros)
+    @staticmethod
+    def cost_meter(run: RunSummary) -> Text:
+        spent = run.cost_micros
+        text = Text(f"cost {ops.money(spent)}", style="bold")
+        if run.tokens:
+            text.append(f"  {ops.tokens(run.tokens)}")
+        budget = run.budget[0] if run.budget else None
+        if budget:
+            share = min(1.0, spent / budget)
             filled = round(share * 20)
             style = "red" if share >= 0.9 else "yellow" if share >= 0.6 else "green"
-            text.append(f"\nbudget {usd(data.budget_micros)} ")
+            text.append(f"\nbudget {ops.money(budget)} ")
             text.append("█" * filled, style=style)
             text.append("░" * (20 - filled), style="dim")
             text.append(f" {share:.0%}")
-        elif data.run.saved_micros:
-            text.append(f"\ncache saved {usd(data.run.saved_micros)}")
+        elif run.saved_micros:
+            text.append(f"\ncache saved {ops.money(run.saved_micros)}")
         return text
 
     def event_line(self, e: Any) -> Text:
@@ -186,14 +176,18 @@ class DetailScreen(RunActions, JournalScreen):
         if e.position is not None and e.name:
             self._names[e.position] = e.name
         line = describe(e, self._names)
-        stamp = self.model.clock.stamp(e.ts)
+        stamp = self.model.clock.time(e.ts)
         return Text.assemble((stamp, "dim"), (f" {line.tag:<9}", "bold"), (line.text, line.style))
 
     def show_durations(self, data: DetailView) -> None:
-        """The duration chart, with its scale in words: a sparkline alone says nothing about
-        whether the tallest bar is 3 ms or 3 minutes. With fewer than two steps it is hidden."""
+        """The duration chart: a bar per step, the time its attempts that ended took (a killed
+        attempt has no end and never counts), and its scale in words, the slowest step and the
+        run's own duration, the one the header shows (a sparkline alone says nothing about
+        whether the tallest bar is 3 ms or 3 minutes). With fewer than two steps it is hidden."""
         box = self.query_one("#chart-box", Vertical)
-        timed = [s for s in data.steps if s.seconds > 0]
+        clock = self.model.clock
+        bars = [clock.spent(s.seconds) or 0.0 for s in data.steps]
+        timed = [(s, secs) for s, secs in zip(data.steps, bars, strict=True) if secs > 0]
         chart = self.query_one("#durations", Sparkline)
         caption = self.query_one("#durations-caption", Label)
         if len(timed) < 2:
@@ -203,14 +197,14 @@ class DetailScreen(RunActions, JournalScreen):
             return
         chart.display = True
         box.set_class(False, "no-chart")
-        slowest = max(timed, key=lambda s: s.seconds)
-        total = sum(s.seconds for s in timed)
+        slowest, most = max(timed, key=lambda pair: pair[1])
+        total = data.run.seconds if data.run.seconds is not None else sum(s for _, s in timed)
         caption.update(
             f"step durations, {len(timed)} steps\n"
-            f"slowest {truncate_name(slowest.name)} {human_span(slowest.seconds)}"
-            f" · total {human_span(total)}"
+            f"slowest {truncate_name(slowest.name)} {ops.duration(most)}"
+            f" · total {clock.duration(total)}"
         )
-        chart.data = [s.seconds for s in data.steps]
+        chart.data = bars
 
     # the selected step ------------------------------------------------------------------------
 
@@ -221,21 +215,26 @@ class DetailScreen(RunActions, JournalScreen):
 
     def show_attempts(self) -> None:
         pane = self.query_one("#attempt", Static)
-        if self.view is None or self.selected_position not in self.view.attempts:
-            result = self.view.result if self.view else None
-            shown = Syntax(result, "json") if result else Text("no steps yet", "dim")
-            pane.update(Group(shown, self.board) if self.board is not None else shown)
+        pos = self.selected_position
+        tries = self.view.tries(pos) if self.view is not None and pos is not None else []
+        board = board_section(self.view.view) if self.view is not None else None
+        if self.view is None or not tries:
+            result = self.view.view.result if self.view else None
+            shown: RenderableType = Text("no steps yet", "dim")
+            if result:
+                shown = Syntax(result, "json", word_wrap=True)
+            pane.update(Group(shown, board) if board is not None else shown)
             return
+        clock = self.model.clock
         parts: list[RenderableType] = []
-        tries = sorted(self.view.attempts[self.selected_position], key=lambda a: a.attempt)
         last = tries[-1]
         parts.append(Text(f"{last.kind} {last.name} at position {last.position}", "bold"))
         for a in tries:
             head = Text(f"attempt {a.attempt}: ")
             head.append_text(status_text(a.status))
-            head.append(f"  {self.model.clock.span(a.started, a.ended)}")
+            head.append(f"  {clock.duration(ops.attempt_seconds(a))}")
             if a.cost_micros:
-                head.append(f"  {usd(a.cost_micros)}")
+                head.append(f"  {ops.money(a.cost_micros)}")
             if a.model:
                 head.append(f"  {a.model} {a.tokens_in}+{a.tokens_out} tokens")
             if a.cache:
@@ -244,19 +243,19 @@ class DetailScreen(RunActions, JournalScreen):
                 head.append(f"  resolved {a.resolution} by {a.resolved_by}")
             parts.append(head)
             if a.error:
-                parts.append(Text(f"  {error_line(a.error)}", "red"))
+                parts.append(Text(f"  {ops.error_line(a.error)}", "red"))
                 trace = a.error.get("traceback")
                 if trace and a is last:
                     parts.append(Syntax(str(trace).rstrip(), "pytb", word_wrap=True))
-        if (items := self.view.maps.get(self.selected_position)) is not None:
+        if pos is not None and (items := self.view.items(pos)) is not None:
             parts.append(self.map_items(items))
         parts.append(Text("\noutput", "bold"))
         parts.append(self.output(last))
-        if self.view.result is not None:
+        if self.view.view.result is not None:
             parts.append(Text("\nrun result", "bold"))
-            parts.append(Syntax(truncate(self.view.result), "json"))
-        if self.board is not None:
-            parts.append(self.board)
+            parts.append(Syntax(self.view.view.result, "json", word_wrap=True))
+        if board is not None:
+            parts.append(board)
         pane.update(Group(*parts))
 
     @staticmethod
@@ -268,7 +267,7 @@ class DetailScreen(RunActions, JournalScreen):
             line.append_text(status_text(run.status))
             line.append(f"  {run.run_id}")
             if run.cost_micros:
-                line.append(f"  {usd(run.cost_micros)}")
+                line.append(f"  {ops.money(run.cost_micros)}")
             lines.append(line)
         if len(items.items) > shown:
             lines.append(Text(f"  … {len(items.items) - shown} more (lil runs show)", "dim"))
@@ -276,67 +275,63 @@ class DetailScreen(RunActions, JournalScreen):
 
     @staticmethod
     def output(a: Any) -> RenderableType:
-        """A step's output as the journal previews it (``letitloop.journal._preview``); an
-        approval's decision shows its times as local times, not epoch seconds."""
+        """A step's output as the journal previews it (never decoded); an approval's decision
+        shows its times as local times, not epoch seconds."""
         if a.preview is None:
             return Text("(none)", "dim")
+
+        def cut(text: str) -> str:
+            return ops.truncate(text, MAX_SHOWN)
+
         if a.codec == "json":
             try:
                 value = json.loads(a.preview)
             except ValueError:  # a preview the journal already cut
-                return Syntax(truncate(a.preview), "json", word_wrap=True)
+                return Syntax(cut(a.preview), "json", word_wrap=True)
             if isinstance(value, str):  # text (often an LLM's markdown): highlighted as such
                 if "\n" not in value:
-                    return Text(truncate(value))
-                return Syntax(truncate(value), "markdown", word_wrap=True)
+                    return Text(cut(value))
+                return Syntax(cut(value), "markdown", word_wrap=True)
             if a.kind == "approval":
-                text = json.dumps(human_times(value), indent=2, ensure_ascii=False)
-                return Syntax(truncate(text), "json", word_wrap=True)
-            return Syntax(truncate(a.preview), "json", word_wrap=True)
-        return Text(truncate(a.preview))
+                text = json.dumps(ops.human_times(value), indent=2, ensure_ascii=False)
+                return Syntax(cut(text), "json", word_wrap=True)
+            return Syntax(cut(a.preview), "json", word_wrap=True)
+        return Text(cut(a.preview))
 
     # actions ----------------------------------------------------------------------------------
 
-    def selected_run(self) -> RunRow | None:
-        if self.view is None:
-            return None
-        return self.model.run_row(self.view.run, total=self.view.total)
+    def selected_run(self) -> RunSummary | None:
+        return None if self.view is None else self.view.run
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
     def action_fork(self) -> None:
-        """Fork this run at the selected step, then open the fork (R runs it)."""
+        """Fork this run at the selected step (``operate.fork``), then open the fork (R runs
+        it)."""
         pos = self.selected_position
         if self.view is None or pos is None:
             return
         name = self._names.get(pos) or next(
             (s.name for s in self.view.steps if s.position == pos), f"#{pos}"
         )
-        made: list[str] = []
 
-        def fork(journal: Any, run_id: str, position: int, by: str) -> str:
-            said, fork_id = _actions.fork_run_at(journal, run_id, position, by)
-            made.append(fork_id)
-            return said
+        def opened(done: Outcome) -> None:
+            self.lil.open_run(str(done.data["fork"]))
 
-        def opened() -> None:
-            if made:
-                self.lil.open_run(made[0])
-
-        def done(answer: str | None) -> None:
+        def answered(answer: str | None) -> None:
             if answer is not None:
-                self.run_write(fork, self.run_id, pos, _actions.who(), after=opened)
+                self.run_write(ops.fork, self.run_id, pos, by=who(), after=opened)
 
         question = (
             f"Fork {self.run_id} from step {name} (position {pos})?\n"
             f"A new run reuses the journaled results of the {pos} position(s) before it and runs "
             "from it on, with the same arguments; this run is left as it is."
         )
-        self.app.push_screen(ConfirmScreen(question, comment=False), done)
+        self.app.push_screen(ConfirmScreen(question, comment=False), answered)
 
     def action_approve(self) -> None:
-        if self.view is not None and self.view.pending_approvals:
+        if self.view is not None and self.view.view.approvals:
             self.lil.switch_mode("approvals")
 
     def wants(self, message: JournalChanged) -> bool:

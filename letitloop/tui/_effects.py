@@ -1,7 +1,9 @@
 """The effects-in-doubt screen: ``atomic_marker`` blocks that started and never recorded their end.
 
-For each one a person says whether the side effect happened (``d``: done, it will not run again)
-or not (``r``: redo, it runs again when the run resumes). Resolving is journaled with who did it.
+It lists exactly what ``operate.doubts`` finds (the one rule every surface shows), and for each
+a person says whether the side effect happened (``d``: done, it will not run again) or not
+(``r``: redo, it runs again when the run resumes), through ``operate.resolve_effect``. Resolving
+is journaled with who did it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Header, Static
 
-from letitloop.tui import _actions
-from letitloop.tui._model import EffectRow, JournalChanged
+from letitloop import operate as ops
+from letitloop.journal import who
+from letitloop.operate import Doubt
+from letitloop.tui._model import JournalChanged
 from letitloop.tui._plain import PlainStatic
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable
 
@@ -33,7 +37,7 @@ EFFECT_COLUMNS = (
 _KINDS = {"run", "fail", "resolve", "reset", "done", "interrupted"}
 
 
-def resolve_question(row: EffectRow, resolution: str) -> str:
+def resolve_question(row: Doubt, resolution: str) -> str:
     """What pressing d or r will do, said before it is done."""
     what = f"{row.marker} (position {row.position} of {row.run_id})"
     if resolution == "done":
@@ -59,7 +63,7 @@ class EffectsScreen(JournalScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[EffectRow] = []
+        self.rows: list[Doubt] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -75,10 +79,10 @@ class EffectsScreen(JournalScreen):
         self.query_one("#effects", DataTable).focus()
         super().on_mount()
 
-    def fetch(self) -> list[EffectRow]:
+    def fetch(self) -> list[Doubt]:
         return self.model.effects()
 
-    def show(self, data: list[EffectRow]) -> None:
+    def show(self, data: list[Doubt]) -> None:
         self.rows = data
         table = self.query_one("#effects", DataTable)
         cursor = table.cursor_row
@@ -90,7 +94,7 @@ class EffectsScreen(JournalScreen):
                 str(r.position),
                 r.marker,
                 str(r.attempt),
-                r.started,
+                self.model.clock.time(r.started),
                 Text(r.why, "yellow"),
                 key=f"{r.run_id}#{r.position}",
             )
@@ -116,7 +120,7 @@ class EffectsScreen(JournalScreen):
         if self.loaded:  # shown again: a process may have died inside a block meanwhile
             self.reload()
 
-    def selected(self) -> EffectRow | None:
+    def selected(self) -> Doubt | None:
         table = self.query_one("#effects", DataTable)
         if not self.rows or not 0 <= table.cursor_row < len(self.rows):
             return None
@@ -130,12 +134,12 @@ class EffectsScreen(JournalScreen):
         def done(comment: str | None) -> None:
             if comment is not None:  # confirmed; the comment is journaled with the decision
                 self.run_write(
-                    _actions.resolve_effect,
+                    ops.resolve_effect,
                     row.run_id,
                     row.position,
                     resolution,
-                    _actions.who(),
-                    comment or None,
+                    by=who(),
+                    comment=comment or None,
                 )
 
         self.app.push_screen(ConfirmScreen(resolve_question(row, resolution)), done)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from letitloop.tui._model import error_line, usd
+from letitloop.operate import error_line, money
 
 
 class Line(NamedTuple):
@@ -90,7 +90,7 @@ def _resolve(e: Any, d: Mapping[str, Any], where: str) -> Line:
 def _budget(e: Any, d: Mapping[str, Any], where: str) -> Line:
     parts = []
     if d.get("usd_micros") is not None:
-        parts.append(usd(d["usd_micros"]))
+        parts.append(money(d["usd_micros"]))
     if d.get("tokens") is not None:
         parts.append(f"{d['tokens']} tokens")
     return Line("budget", f"budget set to {' and '.join(parts) or 'none'}{_by(d)}", "")
@@ -117,7 +117,7 @@ def _wait(e: Any, d: Mapping[str, Any], where: str) -> Line:
 def alerts(events: list[Any]) -> list[tuple[str, str]]:
     """(title, text) of each event a person acts on: what lil-tui pops up as a notification
     (the same events the webhooks of ``journal._outbox`` report)."""
-    from letitloop.journal._outbox import classify
+    from letitloop.journal import classify
 
     out = []
     for e in events:

@@ -1,39 +1,39 @@
-"""The TUI's one translation module: journal data in, plain view models (rows, panels) out.
+"""The TUI's one reading module: the journal in, operate's view models out, for every screen.
 
 Screens never talk to the journal themselves: they ask a ``Model`` for rows (always from a worker
 thread, since a call may wait for an owner to start) and receive ``JournalChanged`` messages fed
-by the owner's pushed events (``journal.subscribe``), so nothing polls. Times are rendered by a
-``Clock``; a ``FrozenClock`` renders every time and duration the same way, which keeps SVG
-snapshots deterministic while the journal itself is built by real workflows.
+by the owner's pushed events (``journal.subscribe``), so nothing polls. What a run, a step, a
+side effect in doubt or an action *is* comes from ``letitloop.operate``, the rules every surface
+shows: a runs row is an ``operate.RunSummary`` (moved forward by pushed events with
+``operate.advance``), a run screen an ``operate.RunView``, an effect an ``operate.Doubt``. So
+does how a time, a duration or an amount of money is written; the ``Clock`` only says what
+"now" is and which times and durations are shown, so that a ``FrozenClock`` keeps SVG snapshots
+still while the journal itself is built by real workflows.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from textual.message import Message
 
-from letitloop.journal._maps import MapItems, map_items
+from letitloop import operate as ops
 
 if TYPE_CHECKING:
-    from letitloop.journal._contract import (
+    from letitloop.journal import (
         ApprovalInfo,
         AttemptInfo,
         EventInfo,
+        Journal,
+        MapItems,
         Proposal,
-        RunDetail,
-        RunInfo,
     )
-    from letitloop.journal.duckdb._client import OwnerJournal
 
-STATUSES = ("running", "suspended", "failed", "interrupted", "completed", "reset")
 STATUS_STYLE = {
     "running": "bold cyan",
     "completed": "green",
@@ -44,204 +44,78 @@ STATUS_STYLE = {
     "started": "cyan",
     "pending": "bold magenta",
 }
-MAX_PREVIEW = 4000  # characters of an output shown before it is cut
-HUGE = 1_000_000
+MAX_SHOWN = 4000  # characters of an output or a payload shown before it is cut
+HUGE = 1 << 30
 FIRST_PAGE = 200  # runs read first when the app opens, before all of them
+FROZEN = 1_767_268_800.0  # 2026-01-01 12:00:00 UTC: the one instant of a FrozenClock
 
 
 class Clock:
-    """Wall-clock time and how times and durations are written on screen."""
+    """What "now" is, and which time or duration a screen shows for a journaled one. Every time
+    and duration is written by operate's rules (``short_time``, ``local_time``, ``duration``)."""
 
     def now(self) -> float:
         return time.time()
 
+    def at(self, ts: float | None) -> float | None:
+        """The time shown for ``ts``."""
+        return ts
+
+    def spent(self, seconds: float | None) -> float | None:
+        """The duration shown for ``seconds`` (None: unknown, nothing ended)."""
+        return seconds
+
+    def time(self, ts: float | None) -> str:
+        """A time in a column or a log line: ``21:04:30`` today, ``12-01 21:04`` before."""
+        return ops.short_time(self.at(ts), self.now())
+
     def stamp(self, ts: float | None) -> str:
-        return time.strftime("%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+        """A time in full: ``2026-12-01 21:04:30``."""
+        return ops.local_time(self.at(ts))
 
-    def short(self, ts: float | None) -> str:
-        """A time in at most 11 characters: ``21:04:30`` today, ``12-01 21:04`` before."""
-        if not ts:
-            return "-"
-        if time.localtime(ts)[:3] == time.localtime(self.now())[:3]:
-            return time.strftime("%H:%M:%S", time.localtime(ts))
-        return time.strftime("%m-%d %H:%M", time.localtime(ts))
-
-    def seconds(self, start: float | None, end: float | None) -> float:
-        if not start:
-            return 0.0
-        return max(0.0, (end or self.now()) - start)
-
-    def span(self, start: float | None, end: float | None) -> str:
-        return human_span(self.seconds(start, end)) if start else "-"
+    def duration(self, seconds: float | None) -> str:
+        return ops.duration(self.spent(seconds))
 
 
 class FrozenClock(Clock):
-    """Every time shows as one fixed instant and every duration as one second (for snapshots)."""
+    """Every time shows as one fixed instant and every known duration as one second, each
+    written by the same rules (for snapshots)."""
 
     def now(self) -> float:
-        return 1_767_268_800.0  # 2026-01-01 12:00:00 UTC
+        return FROZEN
 
-    def stamp(self, ts: float | None) -> str:
-        return "01-01 12:00:00" if ts else "-"
+    def at(self, ts: float | None) -> float | None:
+        return FROZEN if ts else None
 
-    def short(self, ts: float | None) -> str:
-        return "12:00:00" if ts else "-"
-
-    def seconds(self, start: float | None, end: float | None) -> float:
-        return 1.0 if start else 0.0
+    def spent(self, seconds: float | None) -> float | None:
+        return None if seconds is None else 1.0
 
 
-def human_span(seconds: float) -> str:
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 120:
-        return f"{seconds:.1f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds / 3600:.1f}h"
+class DetailView(NamedTuple):
+    """What the run screen shows: operate's view of the run, and its events for the log."""
 
-
-def usd(micros: int | None) -> str:
-    if not micros:
-        return "$0"
-    return f"${micros / 1e6:.4f}" if micros >= 100 else f"${micros / 1e6:.6f}"
-
-
-def error_line(error: dict[str, Any] | None) -> str:
-    """``Type: message`` of a journaled error, in one line."""
-    if not error:
-        return ""
-    kind = str(error.get("type", "error")).rsplit(".", 1)[-1]
-    message = str(error.get("message", "")).strip().splitlines()
-    return f"{kind}: {message[0]}" if message else kind
-
-
-def truncate(text: str, limit: int = MAX_PREVIEW) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n… ({len(text) - limit} more characters)"
-
-
-# -- view models --------------------------------------------------------------------------------
-
-
-class RunRow(NamedTuple):
-    run_id: str
-    workflow: str
-    status: str
-    done: int
-    total: int
-    current: str
-    created: float
-    ended: float | None  # None while running
-    cost_micros: int
-    dead_letter: bool
-    clock: Clock  # times are formatted only for the rows on screen (there may be 100,000 runs)
-    active: float | None = None  # seconds its tries ran (not the time since it was created)
-
-    @property
-    def steps(self) -> str:
-        return f"{self.done}/{self.total}"
-
-    @property
-    def started(self) -> str:
-        return self.clock.stamp(self.created)
-
-    @property
-    def duration(self) -> str:
-        if self.active is not None and self.ended is not None:
-            return self.clock.span(self.created, self.created + self.active)
-        return self.clock.span(self.created, self.ended)
-
-    @property
-    def seconds(self) -> float:
-        if self.active is not None and self.ended is not None:
-            return self.clock.seconds(self.created, self.created + self.active)
-        return self.clock.seconds(self.created, self.ended)
-
-    @property
-    def cost(self) -> str:
-        return usd(self.cost_micros)
-
-    def cells(self) -> tuple[str, ...]:
-        return (self.workflow, self.run_id, self.status, self.steps, self.current) + (
-            self.started,
-            self.duration,
-            self.cost,
-        )
-
-    def matches(self, status: str | None, text: str) -> bool:
-        if status and self.status != status:
-            return False
-        text = text.strip().lower()
-        return not text or text in self.run_id.lower() or text in self.workflow.lower()
-
-
-RUN_COLUMNS = (
-    ("workflow", "workflow"),
-    ("run", "run id"),
-    ("status", "status"),
-    ("steps", "steps"),
-    ("current", "current step"),
-    ("started", "started"),
-    ("duration", "duration"),
-    ("cost", "cost"),
-)
-SORT_KEYS: dict[str, Callable[[RunRow], Any]] = {
-    "started": lambda r: r.created,
-    "status": lambda r: (r.status, -r.created),
-    "workflow": lambda r: (r.workflow, -r.created),
-    "duration": lambda r: r.seconds,
-    "cost": lambda r: r.cost_micros,
-}
-
-
-class StepRow(NamedTuple):
-    position: int
-    name: str
-    kind: str
-    status: str
-    attempts: int
-    duration: str
-    seconds: float
-    cost: str
-
-
-@dataclass
-class DetailView:
-    """Everything the run-detail screen shows about one run."""
-
-    run: RunInfo
-    steps: list[StepRow]
-    attempts: dict[int, list[AttemptInfo]]
+    view: ops.RunView
     events: list[EventInfo]
-    budget_micros: int | None
-    result: str | None
-    total: int
-    dead_letter: bool = False
-    pending_approvals: list[ApprovalInfo] = field(default_factory=list)
-    maps: dict[int, MapItems] = field(default_factory=dict)  # step.map items, by position
 
+    @property
+    def run(self) -> ops.RunSummary:
+        return self.view.run
 
-class EffectRow(NamedTuple):
-    run_id: str
-    run_status: str
-    position: int
-    marker: str
-    attempt: int
-    started: str
-    why: str
+    @property
+    def steps(self) -> list[ops.StepSummary]:
+        return self.view.steps
 
+    @property
+    def total(self) -> int:
+        return self.view.run.steps_total
 
-class ApprovalRow(NamedTuple):
-    id: str
-    run_id: str
-    name: str
-    created: str
-    deadline: str
-    payload: Any
-    schema: dict[str, Any] | None
-    editable: bool
+    def tries(self, position: int) -> list[AttemptInfo]:
+        """The attempts at ``position``, oldest first."""
+        return [a for a in self.view.attempts if a.position == position]
+
+    def items(self, position: int) -> MapItems | None:
+        """The ``step.map`` items of the step at ``position``, if it is one."""
+        return next((m for m in self.view.maps if m.position == position), None)
 
 
 # -- Textual messages ---------------------------------------------------------------------------
@@ -271,13 +145,14 @@ class JournalProblem(Message):
 
 
 class Model:
-    """Reads the journal and turns records into view models; thread-safe, used from workers."""
+    """Reads the journal (any backend, through its contract) into operate's view models;
+    thread-safe, used from workers."""
 
     def __init__(
         self,
         journal_path: Path | str | None = None,
         *,
-        journal: OwnerJournal | None = None,
+        journal: Journal | None = None,
         clock: Clock | None = None,
     ) -> None:
         self._journal = journal
@@ -285,18 +160,17 @@ class Model:
         self._lock = threading.Lock()
         self.clock = clock or Clock()
         self.subscription: Any = None
-        self._prefetched: Future[list[RunRow]] | None = None
+        self._prefetched: Future[list[ops.RunSummary]] | None = None
 
     @property
-    def journal(self) -> OwnerJournal:
+    def journal(self) -> Journal:
         with self._lock:
-            if self._journal is None or self._journal.closed:  # closed: stop_owner() in-process
-                from letitloop.journal import open_journal
-                from letitloop.journal._config import find_location
+            # closed: its owner was stopped in this process (stop_owner): open it again
+            if self._journal is None or getattr(self._journal, "closed", False):
+                from letitloop.journal import find_location, open_journal
 
                 # any backend (a DuckDB file's owner, or PostgreSQL): only the contract is used
-                found = open_journal(find_location(self._path))
-                self._journal = cast("OwnerJournal", found)
+                self._journal = open_journal(find_location(self._path))
             return self._journal
 
     @property
@@ -316,103 +190,27 @@ class Model:
     def check(self) -> None:
         """One cheap round trip: raises while the journal cannot be reached."""
         journal = self.journal
-        if hasattr(journal, "stats"):
-            journal.stats()
+        stats = getattr(journal, "stats", None)  # the owner's, without reading a run
+        if stats is not None:
+            stats()
         else:
             journal.list_runs(limit=1)
 
     # runs -------------------------------------------------------------------------------------
 
-    def run_row(self, run: RunInfo, total: int | None = None) -> RunRow:
-        c = self.clock
-        if total is None:
-            unfinished = run.status != "completed" and (run.current_step or run.error)
-            total = run.steps_done + (1 if unfinished else 0)
-        dead = bool(run.error and str(run.error.get("type", "")).endswith("DeadLetteredError"))
-        end = run.updated if run.status not in ("running",) else None
-        return RunRow(
-            run_id=run.run_id,
-            workflow=run.workflow,
-            status=run.status,
-            done=run.steps_done,
-            total=total,
-            current=run.current_step or ("" if run.status == "completed" else "-"),
-            created=run.created,
-            ended=end,
-            cost_micros=run.cost_micros,
-            dead_letter=dead,
-            clock=c,
-            active=run.active_seconds if end is not None else None,
-        )
-
-    def apply(self, row: RunRow | None, events: Sequence[EventInfo]) -> RunRow | None:
+    def apply(
+        self, row: ops.RunSummary | None, events: Sequence[EventInfo]
+    ) -> ops.RunSummary | None:
         """A run's row moved forward by its new events, without a journal call: what makes the
-        runs screen follow a run within milliseconds. Costs and exact counts come with the next
-        full read of the run (``runs_by_id``)."""
-        for e in events:
-            d = e.data
-            if row is None:
-                if e.kind == "lgwrite":
-                    continue  # a node's pending writes may be pushed before its thread's first put
-                if e.kind not in ("run", "lgput"):
-                    return None  # a run this screen never saw the start of: read it instead
-                row = RunRow(
-                    run_id=e.run_id,
-                    workflow=str(d.get("wf", e.run_id.split(":", 1)[0])),
-                    status=str(d.get("status") or "running"),
-                    done=int(e.kind == "lgput"),  # a thread's first checkpoint counts
-                    total=int(e.kind == "lgput"),
-                    current="-",
-                    created=e.ts,
-                    ended=None,
-                    cost_micros=0,
-                    dead_letter=False,
-                    clock=self.clock,
-                )
-                continue
-            status, current = row.status, row.current
-            done, total = row.done, row.total
-            if e.kind == "run":
-                status = "running"
-            elif e.kind == "step" and e.position is not None:
-                status, current, total = "running", e.name or "?", max(total, e.position + 1)
-            elif e.kind == "ok" and e.position is not None:
-                done, total = min(done + 1, max(total, e.position + 1)), max(total, e.position + 1)
-            elif e.kind == "done":
-                status, current, total = "completed", "", max(total, done)
-            elif e.kind == "fail":
-                status = "failed"
-            elif e.kind == "suspend":
-                status = "suspended"
-            elif e.kind == "reset":
-                status, done, total, current = "reset", 0, 0, "-"
-            elif e.kind == "cancel":
-                status, current = "cancelled", ""
-            elif e.kind == "interrupted":  # its process died (pushed by the owner)
-                status = "interrupted"
-            elif e.kind == "lgput":  # a LangGraph checkpoint: one more step of the thread
-                status, current = str(d.get("status") or status), "checkpoint"
-                done += 1
-                total = max(total, done)
-            elif e.kind == "lgwrite" and d.get("status"):
-                status = str(d["status"])
-            else:
-                continue
-            end = None if status == "running" else e.ts
-            row = row._replace(
-                status=status,
-                current=current,
-                done=done,
-                total=total,
-                ended=end,
-            )
-        return row
+        runs screen follow a run within milliseconds (``operate.advance``). Costs and exact
+        counts come with the next full read of the run (``runs_by_id``)."""
+        return ops.advance(row, events)
 
-    def runs(self) -> list[RunRow]:
+    def runs(self) -> list[ops.RunSummary]:
         """Every run, newest first."""
         return self._read(HUGE)
 
-    def first_runs(self) -> tuple[list[RunRow], bool]:
+    def first_runs(self) -> tuple[list[ops.RunSummary], bool]:
         """The newest ``FIRST_PAGE`` runs (the prefetched read if one was started), and whether
         that is all of them; ``runs()`` reads the rest."""
         prefetched, self._prefetched = self._prefetched, None
@@ -424,7 +222,7 @@ class Model:
         the connection to the journal) overlaps Textual's start-up. Every run is read only once
         those are on screen: decoding ten thousand runs on a thread holds the GIL that Textual
         needs to paint the first page."""
-        first: Future[list[RunRow]] = Future()
+        first: Future[list[ops.RunSummary]] = Future()
 
         def read() -> None:
             try:
@@ -435,11 +233,12 @@ class Model:
         self._prefetched = first
         threading.Thread(target=read, name="lil-tui-prefetch", daemon=True).start()
 
-    def _read(self, limit: int) -> list[RunRow]:
-        return [self.run_row(r) for r in self.journal.list_runs(limit=limit)]
+    def _read(self, limit: int) -> list[ops.RunSummary]:
+        # the listing's summaries: waiting approvals are not a column here (one read less)
+        return [ops.summarize(r) for r in self.journal.list_runs(limit=limit)]
 
-    def runs_by_id(self, run_ids: Iterable[str]) -> list[RunRow]:
-        """Fresh rows for the runs that changed (one round trip each)."""
+    def runs_by_id(self, run_ids: Iterable[str]) -> list[ops.RunSummary]:
+        """Fresh rows for the runs that changed, exact (one round trip each)."""
         from letitloop.errors import LetItLoopError
 
         rows = []
@@ -450,162 +249,33 @@ class Model:
                 if "no run" in str(exc).lower():
                     continue  # garbage-collected meanwhile
                 raise
-            rows.append(self.run_row(detail.run, total=_positions(detail.attempts)))
+            rows.append(ops.summarize(detail.run, detail=detail))
         return rows
+
+    def summary(self, run_id: str) -> ops.RunSummary:
+        """One run as it stands now, exact: what a run action is offered by (``actions``)."""
+        journal = self.journal
+        return ops.summary_of(journal, journal.get_run(run_id))
 
     # one run ----------------------------------------------------------------------------------
 
     def detail(self, run_id: str) -> DetailView:
-        detail = self.journal.get_run(run_id)
-        events = self.journal.events(run_id=run_id, limit=HUGE)
-        budget: int | None = None
-        for e in events:
-            if e.kind == "budget":
-                budget = e.data.get("usd_micros")
-        return self._detail_view(detail, events, budget)
+        journal = self.journal
+        view = ops.view_of(journal, journal.get_run(run_id))
+        return DetailView(view, journal.events(run_id=run_id, limit=HUGE))
 
-    def _detail_view(
-        self, detail: RunDetail, events: list[EventInfo], budget: int | None
-    ) -> DetailView:
-        by_pos: dict[int, list[AttemptInfo]] = {}
-        for a in detail.attempts:
-            by_pos.setdefault(a.position, []).append(a)
-        steps = []
-        for pos in sorted(by_pos):
-            tries = sorted(by_pos[pos], key=lambda a: a.attempt)
-            last = tries[-1]
-            status = last.status
-            if last.kind == "marker" and last.resolution:
-                status = f"{status} ({last.resolution})"
-            secs = sum(self.clock.seconds(a.started, a.ended) for a in tries)
-            steps.append(
-                StepRow(
-                    position=pos,
-                    name=last.name,
-                    kind=last.kind,
-                    status=status,
-                    attempts=len(tries),
-                    duration=self.clock.span(tries[0].started, last.ended) if last.ended else "-",
-                    seconds=secs,
-                    cost=usd(sum(a.cost_micros for a in tries)),
-                )
-            )
-        run = detail.run
-        dead = any(
-            (last := max(tries, key=lambda a: a.attempt)).error
-            and last.error.get("dead")
-            and last.resolution != "rearm"
-            for tries in by_pos.values()
-        )
-        return DetailView(
-            run=run,
-            steps=steps,
-            attempts=by_pos,
-            events=events,
-            budget_micros=budget,
-            result=self.result_text(detail),
-            total=len(by_pos),
-            dead_letter=bool(dead),
-            pending_approvals=self.approvals(run_id=run.run_id),
-            maps={m.position: m for m in map_items(self.journal, detail)},
-        )
+    # effects in doubt, approvals, splices -----------------------------------------------------
 
-    @staticmethod
-    def result_text(detail: RunDetail) -> str | None:
-        if detail.result is None:
-            return None
-        from letitloop.journal._preview import preview
-
-        codec, data = detail.result
-        if codec == "json":
-            try:
-                return json.dumps(json.loads(data), indent=2, ensure_ascii=False)
-            except ValueError:
-                return None
-        return preview(codec, data)  # tagged values read like Python, never the envelope
-
-    # effects in doubt -------------------------------------------------------------------------
-
-    def effects(self) -> list[EffectRow]:
-        """Markers whose latest attempt started or raised and that nobody resolved, in every run
-        that is not completed or running (a running one may simply be inside the block).
-
-        Each candidate run is read from its events (``events(run_id=)``, a few milliseconds)
-        rather than ``get_run``, which costs far more on a big journal."""
-        rows = []
-        for run in self.journal.list_runs(limit=HUGE):
-            if run.status in ("completed", "running", "reset"):
-                continue
-            events = self.journal.events(run_id=run.run_id, limit=HUGE)
-            for m in markers_in_doubt(events, run.epoch):
-                why = error_line(m["err"]) if m["err"] else "the process stopped inside the block"
-                rows.append(
-                    EffectRow(
-                        run.run_id,
-                        run.status,
-                        m["pos"],
-                        m["name"],
-                        m["att"],
-                        self.clock.stamp(m["ts"]),
-                        why,
-                    )
-                )
-        return rows
-
-    # approvals --------------------------------------------------------------------------------
+    def effects(self) -> list[ops.Doubt]:
+        """Side effects in doubt across the journal: ``operate.doubts``, the rule every
+        surface lists them by."""
+        return ops.doubts(self.journal)
 
     def approvals(self, run_id: str | None = None) -> list[ApprovalInfo]:
-        """Pending approvals, oldest first (empty with a kernel that has no approvals yet)."""
-        fetch = getattr(self.journal, "approvals", None)
-        if fetch is None:
-            return []
-        found = fetch(status="pending", run_id=run_id, limit=HUGE)
+        """Pending approvals, oldest first."""
+        found = self.journal.approvals(status="pending", run_id=run_id, limit=HUGE)
         return sorted(found, key=lambda a: (a.created, a.id))
-
-    def approval_rows(self) -> list[ApprovalRow]:
-        return [
-            ApprovalRow(
-                id=a.id,
-                run_id=a.run_id,
-                name=a.name,
-                created=self.clock.short(a.created),
-                deadline=self.clock.short(a.deadline) if a.deadline else "none",
-                payload=a.payload,
-                schema=a.schema,
-                editable=a.schema is not None,
-            )
-            for a in self.approvals()
-        ]
-
-    # splices ----------------------------------------------------------------------------------
 
     def proposals(self) -> list[Proposal]:
         """Proposals still waiting for a person: pending ones and those found in conflict."""
         return [p for p in self.journal.proposals() if p.state in ("pending", "conflict")]
-
-
-def markers_in_doubt(events: Sequence[EventInfo], epoch: int) -> list[dict[str, Any]]:
-    """The markers of one run's epoch whose latest attempt started or raised and was never
-    resolved, from the run's events, in position order."""
-    latest: dict[int, dict[str, Any]] = {}
-    for e in events:
-        d = e.data
-        if d.get("epoch") != epoch or e.position is None:
-            continue
-        pos, att = e.position, e.attempt or 0
-        if e.kind == "step" and d.get("kind") == "marker":
-            if pos not in latest or att >= latest[pos]["att"]:
-                latest[pos] = {"pos": pos, "att": att, "name": e.name, "ts": e.ts}
-                latest[pos].update(state="started", err=None)
-        elif pos in latest and att == latest[pos]["att"]:
-            if e.kind == "ok":
-                latest[pos]["state"] = "completed"
-            elif e.kind == "err":
-                latest[pos].update(state="failed", err=d.get("err"))
-            elif e.kind == "resolve":
-                latest[pos]["state"] = "resolved"
-    return [m for _, m in sorted(latest.items()) if m["state"] in ("started", "failed")]
-
-
-def _positions(attempts: Sequence[AttemptInfo]) -> int:
-    return len({a.position for a in attempts})

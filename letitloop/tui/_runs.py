@@ -9,6 +9,7 @@ run rebuilds the table so the sort order holds. Filter by text (``/``) and statu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,9 +20,10 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Label
 
-from letitloop.journal._contract import EventInfo
-from letitloop.tui import _actions
-from letitloop.tui._model import RUN_COLUMNS, SORT_KEYS, STATUSES, JournalChanged, RunRow
+from letitloop import operate as ops
+from letitloop.journal import EventInfo, who
+from letitloop.operate import RunSummary
+from letitloop.tui._model import Clock, JournalChanged
 from letitloop.tui._plain import PlainLabel, cell
 from letitloop.tui._widgets import (
     ConfirmScreen,
@@ -39,6 +41,53 @@ PAGE = 200  # runs added to the table at a time
 FULL_READ_QUIET = 1.0
 FULL_READ_MAX = 5.0
 
+RUN_COLUMNS = (
+    ("workflow", "workflow"),
+    ("run", "run id"),
+    ("status", "status"),
+    ("steps", "steps"),
+    ("current", "current step"),
+    ("started", "started"),
+    ("duration", "duration"),
+    ("cost", "cost"),
+)
+SORT_KEYS: dict[str, Callable[[RunSummary], Any]] = {
+    "started": lambda r: r.created,
+    "status": lambda r: (r.status, -r.created),
+    "workflow": lambda r: (r.workflow, -r.created),
+    "duration": lambda r: r.seconds or 0.0,
+    "cost": lambda r: r.cost_micros,
+}
+# the statuses ``s`` steps through: the ones people look for first, then the rest
+FIRST = ("running", "suspended", "failed")
+STATUS_CYCLE = (*FIRST, *(s for s in ops.STATUSES if s not in FIRST))
+
+
+def cells(r: RunSummary, clock: Clock) -> tuple[Text, ...]:
+    """A run's row, its numbers as operate writes them (``shown``)."""
+    shown = ops.shown(r)
+    row = [r.workflow, r.run_id, r.status, shown["steps"], shown["current"]]
+    row += [clock.time(r.created), clock.duration(r.seconds), shown["cost"]]
+    out = [cell(v) for v in row]
+    out[2] = status_text(r.status)
+    return tuple(out)
+
+
+def matches(r: RunSummary, status: str | None, text: str) -> bool:
+    """Whether a run passes the filters (a status, and a text in its id or workflow)."""
+    if status and r.status != status:
+        return False
+    text = text.strip().lower()
+    return not text or text in r.run_id.lower() or text in r.workflow.lower()
+
+
+def why_not(action: str, run: RunSummary) -> str:
+    """What a surface says when ``action`` is not among the run's ``actions`` now."""
+    if action == "retry":
+        return f"{run.run_id} has no dead-lettered step to retry"
+    return f"{run.run_id} is {run.status}: nothing to {action}"
+
+
 RUN_BINDINGS = [
     Binding("R", "resume", "Resume"),
     Binding("t", "retry", "Retry dead letter"),
@@ -49,31 +98,35 @@ RUN_BINDINGS = [
 
 
 class RunActions:
-    """Resume, cancel, retry, budget and reset of the run a screen has selected."""
+    """Resume, cancel, retry, budget and reset of the run a screen has selected, each taken
+    through ``letitloop.operate``."""
 
-    def selected_run(self) -> RunRow | None:
+    def selected_run(self) -> RunSummary | None:
         raise NotImplementedError
 
-    def applicable_run(self: Any, action: str) -> RunRow | None:
-        """The selected run if ``action`` applies to it (the rule the lab's buttons follow too),
-        else None, having said why."""
+    def applicable_run(self: Any, action: str) -> RunSummary | None:
+        """The selected run if ``action`` applies to it as it stands now (``operate``'s
+        ``actions``, the rule the lab's buttons follow too), else None, having said why."""
         row = self.selected_run()
         if row is None:
             return None
-        if action not in _actions.run_actions(self.lil.model.journal, row.run_id):
-            self.notify(_actions.why_not(action, row.run_id, row.status), severity="warning")
+        now = self.lil.model.summary(row.run_id)
+        if action not in now.actions:
+            self.notify(why_not(action, now), severity="warning")
             return None
         return row  # type: ignore[no-any-return]
 
     def action_resume(self: Any) -> None:
-        row = self.applicable_run("resume")
+        """Resume in a new process; a run that cannot be resumed is refused with the cause
+        ``lil runs resume`` gives (``operate.start_resume``)."""
+        row = self.selected_run()
         if row is not None:
             self.lil.start_resume(row.run_id)
 
     def action_retry(self: Any) -> None:
         row = self.applicable_run("retry")
         if row is not None:
-            self.run_write(_actions.retry_dead_letter, row.run_id, _actions.who())
+            self.run_write(ops.retry_dead_letter, row.run_id, by=who())
 
     def action_budget(self: Any) -> None:
         row = self.applicable_run("budget")
@@ -88,9 +141,13 @@ class RunActions:
             except ValueError:
                 self.notify(f"{value!r} is not an amount in dollars", severity="error")
                 return
-            self.run_write(_actions.raise_budget, row.run_id, _actions.who(), dollars)
+            if dollars <= 0:
+                self.notify("a budget must be more than $0", severity="error")
+                return
+            self.run_write(ops.raise_budget, row.run_id, by=who(), usd=dollars)
 
-        question = f"New budget of {row.run_id} in USD (spent so far {row.cost})"
+        spent = ops.money(row.cost_micros)
+        question = f"New budget of {row.run_id} in USD (spent so far {spent})"
         self.app.push_screen(PromptScreen(question, placeholder="e.g. 5.00"), done)
 
     def action_cancel(self: Any) -> None:
@@ -100,10 +157,12 @@ class RunActions:
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(_actions.cancel_run, row.run_id, _actions.who(), comment)
+                reason = comment or "cancelled from lil-tui"
+                self.run_write(ops.cancel_run, row.run_id, by=who(), reason=reason)
 
+        steps = ops.shown(row)["steps"]
         question = (
-            f"Cancel {row.run_id} ({row.status}, {row.steps} steps)?\n"
+            f"Cancel {row.run_id} ({row.status}, {steps} steps)?\n"
             "A process executing it stops at its next step, and it is not resumed until it is "
             "reset. This cannot be undone."
         )
@@ -116,10 +175,11 @@ class RunActions:
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(_actions.reset_run, row.run_id, _actions.who(), comment or None)
+                self.run_write(ops.reset_run, row.run_id, by=who(), comment=comment or None)
 
+        steps = ops.shown(row)["steps"]
         question = (
-            f"Reset {row.run_id} ({row.status}, {row.steps} steps)?\n"
+            f"Reset {row.run_id} ({row.status}, {steps} steps)?\n"
             "The next call runs every step again, side effects included; the history stays in "
             "the journal. This cannot be undone."
         )
@@ -139,7 +199,7 @@ class RunsScreen(RunActions, JournalScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: dict[str, RunRow] = {}
+        self.rows: dict[str, RunSummary] = {}
         self.status_filter: str | None = None
         self.text_filter = ""
         self.sort_key = "started"
@@ -174,12 +234,12 @@ class RunsScreen(RunActions, JournalScreen):
 
     # data -------------------------------------------------------------------------------------
 
-    def fetch(self) -> tuple[list[RunRow], bool]:
+    def fetch(self) -> tuple[list[RunSummary], bool]:
         if self.loaded:  # a reload: every run in one read
             return self.model.runs(), True
         return self.model.first_runs()  # opening: the newest page first, the rest after it
 
-    def show(self, data: tuple[list[RunRow], bool]) -> None:
+    def show(self, data: tuple[list[RunSummary], bool]) -> None:
         rows, complete = data
         self.complete = complete
         self.rows = {r.run_id: r for r in rows}
@@ -199,7 +259,7 @@ class RunsScreen(RunActions, JournalScreen):
             return
         self.lil.ui(self._show_rest, rows)
 
-    def _show_rest(self, rows: list[RunRow]) -> None:
+    def _show_rest(self, rows: list[RunSummary]) -> None:
         """All the runs: the rows events moved meanwhile stay as they are now."""
         moved = {k: v for k, v in self.rows.items() if k in self._touched}
         self.rows = {r.run_id: r for r in rows} | moved
@@ -208,8 +268,9 @@ class RunsScreen(RunActions, JournalScreen):
         self.rebuild()
         self.loaded += 1
 
-    def visible_rows(self) -> list[RunRow]:
-        rows = [r for r in self.rows.values() if r.matches(self.status_filter, self.text_filter)]
+    def visible_rows(self) -> list[RunSummary]:
+        status, text = self.status_filter, self.text_filter
+        rows = [r for r in self.rows.values() if matches(r, status, text)]
         rows.sort(key=SORT_KEYS[self.sort_key], reverse=self.sort_reverse)
         return rows
 
@@ -242,11 +303,8 @@ class RunsScreen(RunActions, JournalScreen):
         if event.cursor_row >= self.table.row_count - 1:
             self.more()
 
-    @staticmethod
-    def cells(r: RunRow) -> tuple[Text, ...]:
-        c = [cell(v) for v in r.cells()]
-        c[2] = status_text(r.status)
-        return tuple(c)
+    def cells(self, r: RunSummary) -> tuple[Text, ...]:
+        return cells(r, self.model.clock)
 
     def update_state(self) -> None:
         shown, total = self.table.row_count, len(self.rows)
@@ -307,7 +365,7 @@ class RunsScreen(RunActions, JournalScreen):
             rows = []
         self.lil.ui(self._read_done, rows, seen)
 
-    def _read_done(self, rows: list[RunRow], seen: dict[str, int]) -> None:
+    def _read_done(self, rows: list[RunSummary], seen: dict[str, int]) -> None:
         self._fetching = False
         fresh = [r for r in rows if self._touched.get(r.run_id) == seen.get(r.run_id)]
         self._dirty |= {r.run_id for r in rows if r not in fresh}  # newer events came meanwhile
@@ -328,19 +386,19 @@ class RunsScreen(RunActions, JournalScreen):
         if self._dirty:
             self._plan_full_read()
 
-    def merge(self, rows: list[RunRow]) -> None:
+    def merge(self, rows: list[RunSummary]) -> None:
         """Update changed runs in place; a new one (or one that now passes the filter) rebuilds."""
         table = self.table
         rebuild = False
         for r in rows:
             self.rows[r.run_id] = r
             if r.run_id in table.rows:
-                if not r.matches(self.status_filter, self.text_filter):
+                if not matches(r, self.status_filter, self.text_filter):
                     rebuild = True
                     continue
                 for (key, _), value in zip(RUN_COLUMNS, self.cells(r), strict=True):
                     table.update_cell(r.run_id, key, value, update_width=True)
-            elif r.matches(self.status_filter, self.text_filter):
+            elif matches(r, self.status_filter, self.text_filter):
                 rebuild = True
         if rebuild:
             self.rebuild()
@@ -348,7 +406,7 @@ class RunsScreen(RunActions, JournalScreen):
 
     # actions ----------------------------------------------------------------------------------
 
-    def selected_run(self) -> RunRow | None:
+    def selected_run(self) -> RunSummary | None:
         table = self.table
         if table.row_count == 0:
             return None
@@ -383,7 +441,7 @@ class RunsScreen(RunActions, JournalScreen):
 
     def action_status(self) -> None:
         self.window = PAGE
-        cycle = [None, *STATUSES]
+        cycle = [None, *STATUS_CYCLE]
         self.status_filter = cycle[(cycle.index(self.status_filter) + 1) % len(cycle)]
         self.rebuild()
 

@@ -17,8 +17,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from letitloop.journal._contract import Proposal
-from letitloop.tui import _actions
+from letitloop import operate as ops
+from letitloop.journal import Proposal, who
 from letitloop.tui._model import JournalChanged
 from letitloop.tui._plain import PlainStatic
 from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, RowTable, status_text
@@ -96,7 +96,7 @@ class SplicesScreen(JournalScreen):
                 p.target,
                 shown_path(p.path),
                 p.by.split("@", 1)[0],
-                self.model.clock.stamp(p.created),
+                self.model.clock.time(p.created),
                 key=p.id,
             )
         if 0 <= cursor < table.row_count:
@@ -148,7 +148,7 @@ class SplicesScreen(JournalScreen):
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(_actions.apply_splice, p.id, _actions.who(), comment)
+                self.run_write(ops.apply_splice, p.id, by=who(), comment=comment)
 
         question = (
             f"Apply {p.id}: replace {p.target} in {shown_path(p.path)}?\n"
@@ -164,6 +164,6 @@ class SplicesScreen(JournalScreen):
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(_actions.reject_splice, p.id, _actions.who(), comment)
+                self.run_write(ops.reject_splice, p.id, by=who(), comment=comment)
 
         self.app.push_screen(PromptScreen(f"Reject {p.id} ({p.target})? Comment:"), done)

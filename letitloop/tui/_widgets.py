@@ -25,6 +25,7 @@ from letitloop.tui._model import STATUS_STYLE, JournalChanged, Model
 from letitloop.tui._plain import PlainLabel, PlainStatic, PlainTable, cell
 
 if TYPE_CHECKING:
+    from letitloop.operate import Outcome
     from letitloop.tui._app import LilApp
 
 RELOAD_DELAY = 0.1
@@ -134,26 +135,36 @@ class JournalScreen(Screen[None]):
     # writes -----------------------------------------------------------------------------------
 
     def run_write(
-        self, fn: Callable[..., str], *args: Any, after: Callable[[], None] | None = None
+        self,
+        fn: Callable[..., Outcome],
+        *args: Any,
+        after: Callable[[Outcome], None] | None = None,
+        **kwargs: Any,
     ) -> None:
-        """Run a journal write on a worker; show its outcome, then reload."""
-        self._write(fn, args, after)
+        """Take an action of ``letitloop.operate`` (``fn(journal, *args, **kwargs)``) on a
+        worker; show its outcome (or the error that says why not), then reload."""
+        self._write(fn, args, kwargs, after)
 
     @work(thread=True, group="write")
-    def _write(self, fn: Callable[..., str], args: tuple[Any, ...], after: Any) -> None:
+    def _write(
+        self,
+        fn: Callable[..., Outcome],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        after: Callable[[Outcome], None] | None,
+    ) -> None:
         from letitloop.errors import LetItLoopError
 
         try:
-            said = fn(self.model.journal, *args)
+            done = fn(self.model.journal, *args, **kwargs)
         except LetItLoopError as exc:
-            text = exc.message + (f"\nfix: {exc.fix}" if exc.fix else "")
-            self.lil.ui(self.notify, text, title=exc.title, severity="error")
+            self.lil.ui(self.lil.refused, exc)
         except Exception as exc:  # a bad value typed in, or a bug: shown, never fatal
             self.lil.ui(self.notify, f"{type(exc).__name__}: {exc}", severity="error")
         else:
-            self.lil.ui(self.notify, said, title="done")
+            self.lil.ui(self.notify, done.message, title="done")
             if after is not None:
-                self.lil.ui(after)
+                self.lil.ui(after, done)
         self.lil.ui(self.reload)
 
 

@@ -24,7 +24,7 @@ async def test_lil_tui_refuses_what_does_not_apply_to_a_completed_run(journal_pa
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(app, pilot)
         for key, said in (
-            ("R", "is completed: nothing to resume"),
+            ("R", "already completed: there is nothing to resume"),  # operate.check_resumable
             ("t", "has no dead-lettered step to retry"),
             ("b", "is completed: nothing to budget"),
             ("c", "is completed: nothing to cancel"),

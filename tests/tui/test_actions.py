@@ -195,7 +195,7 @@ async def test_raise_budget_then_resume_in_the_background(
         detail = app.screen
         await until(pilot, lambda: detail.view and detail.view.run.status == "completed")
         assert detail.view.total == 4
-        assert "budget $1.0000" in plain(detail.query_one("#cost-meter", Static))
+        assert "budget $1.00" in plain(detail.query_one("#cost-meter", Static))
     done = journal.get_run(run.run_id)
     assert done.run.status == "completed" and done.run.cost_micros == 80
 

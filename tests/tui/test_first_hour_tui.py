@@ -90,7 +90,7 @@ def test_every_decision_reads_as_a_sentence() -> None:
     assert said["edited"] == "#3 call_llm approved by bo@h with an edited payload"
     assert said["reset"] == "run reset by bo@h: the next call runs every step again"
     assert said["cancel"] == 'run cancelled by bo@h: "runaway costs"'
-    assert said["budget"] == "budget set to $5.0000 by bo@h"
+    assert said["budget"] == "budget set to $5.00 by bo@h"
     assert said["splice"] == "splice c0ffee applied by bo@h"
     assert said["error"].text == "#3 call_llm failed: RateLimit: 429"
     assert said["error"].style == "red"

@@ -208,7 +208,9 @@ async def test_effects_in_doubt_show_marker_names_as_written(journal_path: Path)
         assert isinstance(app.screen, ConfirmScreen)
         assert f"Mark {mw.MARKER} (position 1 of {mw.MARK_ID}) as done?" in dialog(app)
         await pilot.press("enter")
-        await notified(pilot, app, f"the effect at position 1 of {mw.MARK_ID} will not run again")
+        # operate.resolve_effect's sentence, the marker and the run id shown as written
+        said = f"resolved {mw.MARKER!r} (position 1) of {mw.MARK_ID} as done by"
+        await notified(pilot, app, said)
         await until(pilot, lambda: table.row_count == 0)
     assert app.return_code in (None, 0)
 

@@ -38,14 +38,15 @@ def test_a_langgraph_thread_moves_forward_from_pushed_checkpoints(journal_path: 
     mine: list[Any] = []
     while time.monotonic() < deadline:
         mine = [e for e in events if e.run_id == "langgraph:live"]
-        if sum(e.kind == "lgput" for e in mine) >= full.done:
+        if sum(e.kind == "lgput" for e in mine) >= full.steps_done:
             break
         time.sleep(0.02)
     sub.close()
     row = model.apply(None, mine)
     assert row is not None and row.workflow == full.workflow == "langgraph:graph"
-    assert (row.status, row.done) == (full.status, full.done) == ("completed", full.done)
-    assert full.done >= 3  # input, one, two
+    assert (row.status, row.steps_done) == (full.status, full.steps_done)
+    assert (row.status, row.steps_done) == ("completed", full.steps_done)
+    assert full.steps_done >= 3  # input, one, two
 
 
 def test_a_cancel_event_marks_the_row(journal_path: Path) -> None:

@@ -58,7 +58,7 @@ async def test_filter_by_text_and_status_and_sort(journal_path: Path) -> None:
         await pilot.press("s", "s", "s")  # any -> running -> suspended -> failed
         assert screen.status_filter == "failed"
         assert [r.value for r in table.rows] == ["etl.failing:f1"]
-        await pilot.press("s", "s", "s", "s")  # ... back to any status
+        await pilot.press("s", "s", "s", "s", "s")  # ... cancelled, reset, back to any status
         assert screen.status_filter is None and table.row_count == 3
         await pilot.press("o")  # sort by status
         assert screen.sort_key == "status"
@@ -144,7 +144,7 @@ async def test_large_text_output_is_highlighted_and_cut(journal_path: Path) -> N
         await settle(app, pilot)
         pane = app.screen.query_one("#attempt", Static)
         shown = plain(pane)
-        assert "# Report" in shown and "more characters)" in shown
+        assert "# Report" in shown and "bytes)" in shown  # the preview says what it cut
         assert len(shown) < 10_000  # 15,000 characters of output were cut
 
 

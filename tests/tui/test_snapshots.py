@@ -1,5 +1,6 @@
 """SVG snapshots of the main screens. The journal is built by real workflows with fixed run ids;
-the ``FrozenClock`` shows every time and duration the same way, so the pictures are stable.
+the ``FrozenClock`` shows every time and duration the same way (each written by operate's rules,
+the times in UTC here), so the pictures are stable.
 
 Refresh the baselines deliberately (``pytest tests/tui --snapshot-update``) when Textual or a
 screen's layout changes; ``docs/img/`` holds copies for ``docs/tui.md``.
@@ -7,7 +8,10 @@ screen's layout changes; ``docs/img/`` holds copies for ``docs/tui.md``.
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,20 @@ from letitloop.tui._app import LilApp
 from letitloop.tui._model import FrozenClock
 
 SIZE = (140, 36)
+
+
+@pytest.fixture(autouse=True)
+def utc() -> Iterator[None]:
+    """The frozen instant is written in local time, as every time: draw the pictures in UTC."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
 
 
 def frozen_app(journal_path: Path) -> LilApp:

@@ -55,3 +55,15 @@ def in_doubt(journal_path: Path, sent: Path) -> None:
         text=True,
     )
     assert proc.returncode == -9, proc.stderr
+
+
+def killed(journal_path: Path, what: str) -> None:
+    """Run workflow ``what`` of tui_workflows.py in a subprocess that SIGKILLs itself."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "tui_workflows.py"), str(journal_path), what],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == -9, proc.stderr

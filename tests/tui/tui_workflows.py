@@ -3,6 +3,9 @@
 python tui_workflows.py JOURNAL killed     run ``notify`` and SIGKILL it inside its marker
 python tui_workflows.py JOURNAL approval   run ``publish``: wait for an approval, then finish
 python tui_workflows.py JOURNAL slow GATE  run ``slow``: step 1, wait until GATE exists, step 2
+python tui_workflows.py JOURNAL quick      run ``quick`` and SIGKILL it inside its second step
+python tui_workflows.py JOURNAL charge     run ``charger`` and SIGKILL it inside its marker
+python tui_workflows.py JOURNAL cell       run ``edited_cell`` and SIGKILL it inside its marker
 """
 
 from __future__ import annotations
@@ -96,6 +99,59 @@ def notifier(journal: Path | str, sent: Path | str, kill_inside: bool = False) -
     return notify
 
 
+def quick(journal: Path | str, kill: bool = False) -> Any:
+    """Three steps of a few milliseconds; with ``kill`` the process dies inside the second."""
+
+    def second() -> int:
+        if kill:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return 2
+
+    @durable(journal=journal, name="etl.quick", run_id="q1")
+    def run() -> int:
+        return int(step("first", lambda: 1)) + step("second", second) + step("third", lambda: 3)
+
+    return run
+
+
+def _closed() -> None:
+    raise RuntimeError("the warehouse is closed")
+
+
+def charger(journal: Path | str, kill: bool = False) -> Any:
+    """A marker around a card charge, then a step that fails: with ``kill`` the process dies
+    inside the marker's block (its first attempt); called again after a ``redo``, the block
+    completes in its second attempt and the run fails after it."""
+
+    @durable(journal=journal, name="shop.charge", run_id="c1")
+    def charge() -> None:
+        step("quote", lambda: 10)
+        with atomic_marker("charge_card") as go:
+            if go and kill:
+                os.kill(os.getpid(), signal.SIGKILL)
+        step("ship", _closed)
+
+    return charge
+
+
+def edited_cell(journal: Path | str, edited: bool = False) -> Any:
+    """A notebook-like cell (``on_change="rerun"``): first it dies inside its marker; edited,
+    the marker is gone (its attempt superseded) and the cell fails later on."""
+
+    @durable(journal=journal, name="shop.cell", run_id="n1", on_change="rerun")
+    def cell() -> None:
+        step("load", lambda: 1)
+        if not edited:
+            with atomic_marker("send_report") as go:
+                if go:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return
+        step("draft", lambda: "draft")
+        step("send_later", _closed)
+
+    return cell
+
+
 def slow(journal: Path | str, gate: Path | str) -> Any:
     """Step one, then wait for ``gate`` to exist (the test creates it), then step two."""
 
@@ -182,3 +238,7 @@ if __name__ == "__main__":
         print(publisher(journal)(), flush=True)
     elif what == "slow":
         print(slow(journal, sys.argv[3])(), flush=True)
+    elif what in ("quick", "charge", "cell"):
+        killed = {"quick": quick(journal, kill=True), "charge": charger(journal, kill=True)}
+        (killed[what] if what in killed else edited_cell(journal))()
+        sys.exit("not killed")
