@@ -1,10 +1,13 @@
 """What the journal knows about the code in an editor: the one module that turns runs, attempts
 and approvals into hover text, code-lens titles and journal diagnostics.
 
-``JournalView`` reads through the journal client only (never DuckDB), keeps what it read in a
-cache that the owner's pushed events invalidate, and calls ``on_change`` when something the
+``JournalView`` reads through the journal's contract only (never DuckDB), keeps what it read in
+a cache that the owner's pushed events invalidate, and calls ``on_change`` when something the
 editor shows may have changed. Every method that may reach the journal blocks: the server
-calls them in a thread. The ``render_*`` and ``journal_findings`` functions are pure.
+calls them in a thread. The ``render_*`` and ``journal_findings`` functions are pure. What a
+run is (its summary and the actions that apply), which side effects are in doubt (LIL103) and
+how a time, a duration, an amount or an error is written come from ``letitloop.operate``, as on
+every other surface; ``_escape`` keeps that text text in Markdown and lens titles.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from letitloop import operate as ops
 from letitloop.lsp._analysis import DurableFunction, Finding, StepSite
 from letitloop.lsp._escape import code, fenced, lens, shell, text
 
@@ -37,7 +41,7 @@ class FunctionState(NamedTuple):
     """What the journal holds for one durable function."""
 
     workflow: str | None  # the journal's workflow name, None if it never ran
-    runs: tuple[Any, ...]  # RunInfo, newest first (up to RECENT)
+    runs: tuple[ops.RunSummary, ...]  # newest first (up to RECENT), exact (from their steps)
     total: int  # how many runs the workflow has
     details: tuple[Any, ...]  # RunDetail of ``runs``, same order
     approvals: tuple[Any, ...] = ()  # pending ApprovalInfo of these runs
@@ -81,13 +85,13 @@ class JournalView:
     @functools.cached_property
     def path(self) -> Path:
         """The journal file (found once: the server's directory does not change)."""
-        from letitloop.journal._config import find_journal
+        from letitloop.journal import find_journal
 
         return find_journal(self.spec)
 
     def _exists(self) -> bool:
         """A DuckDB journal exists once a workflow wrote it; a PostgreSQL one is a server's."""
-        from letitloop.journal._config import find_location
+        from letitloop.journal import find_location
 
         found = find_location(self.spec)
         return isinstance(found, str) or found.exists()
@@ -212,14 +216,16 @@ class JournalView:
                 self._approvals = cached
         return cached
 
-    def all_runs(self, path: str, fn: DurableFunction, limit: int) -> tuple[list[Any], int]:
+    def all_runs(
+        self, path: str, fn: DurableFunction, limit: int
+    ) -> tuple[list[ops.RunSummary], int]:
         """The newest ``limit`` runs of ``fn`` and how many it has (``[], 0`` when the journal
         is unreachable or it never ran)."""
         if not self.ready():
             return [], 0
         index = self._runs_by_suffix()
         runs = [r for c in workflow_candidates(path, fn) for r in index.get(c, ())]
-        return runs[:limit], len(runs)
+        return [ops.summarize(r) for r in runs[:limit]], len(runs)
 
     def state(self, path: str, fn: DurableFunction) -> FunctionState:
         """The recent runs of ``fn`` with their attempts; EMPTY if the journal is unreachable."""
@@ -230,48 +236,25 @@ class JournalView:
             runs = [r for c in workflow_candidates(path, fn) for r in index.get(c, ())]
             if not runs:
                 return EMPTY
-            recent = runs[:RECENT]
-            details = tuple(self.detail(r.run_id) for r in recent)
-            ids = {r.run_id for r in recent}
+            details = tuple(self.detail(r.run_id) for r in runs[:RECENT])
+            ids = {d.run.run_id for d in details}
             approvals = tuple(a for a in self.pending_approvals() if a.run_id in ids)
+            waiting = {i: sum(a.run_id == i for a in approvals) for i in ids}
+            recent = tuple(
+                ops.summarize(d.run, detail=d, waiting=waiting[d.run.run_id]) for d in details
+            )
             self.error = None
             spent = sum(r.cost_micros for r in runs)
-            return FunctionState(
-                recent[0].workflow, tuple(recent), len(runs), details, approvals, spent
-            )
+            return FunctionState(recent[0].workflow, recent, len(runs), details, approvals, spent)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             return EMPTY
 
 
 # -- rendering (pure) --------------------------------------------------------------------
-def ago(ts: float | None, now: float | None = None) -> str:
-    if not ts:
-        return "never"
-    seconds = max((now or time.time()) - ts, 0)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit} ago"
-    return f"{seconds:.0f} s ago"
-
-
 def duration(attempt: Any) -> str:
-    if attempt.started is None or attempt.ended is None:
-        return "running" if attempt.started is not None else "-"
-    ms = (attempt.ended - attempt.started) * 1000
-    return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
-
-
-def cost(micros: int) -> str:
-    return f"${micros / 1e6:.4f}"
-
-
-def error_summary(error: dict[str, Any] | None) -> str:
-    if not error:
-        return ""
-    kind = str(error.get("type", "error")).rsplit(".", 1)[-1]
-    message = str(error.get("message", "")).strip().splitlines()
-    return f"{kind}: {message[0]}" if message else kind
+    """How long an attempt ran (``-`` for one that never ended: killed, or running now)."""
+    return ops.duration(ops.attempt_seconds(attempt))
 
 
 def attempts_of(detail: Any, site: StepSite) -> list[Any]:
@@ -303,21 +286,21 @@ def render_step_hover(state: FunctionState, site: StepSite, now: float | None = 
         key = code(run.key, table=True)
         tries = attempts_of(detail, site)
         if not tries:
-            lines.append(f"| {key} {ago(run.updated, now)} | not reached | 0 | - | - |")
+            lines.append(f"| {key} {ops.ago(run.updated, now)} | not reached | 0 | - | - |")
             continue
         last = tries[-1]
         latest = latest or (run, last)
         spent = sum(a.cost_micros for a in tries)
         status = last.status + (f" ({last.resolution})" if last.resolution else "")
         lines.append(
-            f"| {key} {ago(run.updated, now)} | {text(status)} | {len(tries)} "
-            f"| {duration(last)} | {cost(spent)} |"
+            f"| {key} {ops.ago(run.updated, now)} | {text(status)} | {len(tries)} "
+            f"| {duration(last)} | {ops.money(spent)} |"
         )
     if latest is not None:
         run, last = latest
         lines += ["", f"Run {code(run.run_id)}"]
         if last.error:
-            lines += ["", f"**Error:** {code(error_summary(last.error))}"]
+            lines += ["", f"**Error:** {code(ops.error_line(last.error))}"]
         elif last.preview is not None:
             lines += ["", "Output:", *fenced(_preview(last.preview))]
     return "\n".join(lines)
@@ -334,11 +317,11 @@ def render_function_hover(
     for run in state.runs:
         lines.append(
             f"| {code(run.run_id, table=True)} | {text(run.status)} | {run.steps_done} "
-            f"| {ago(run.updated, now)} | {cost(run.cost_micros)} |"
+            f"| {ops.ago(run.updated, now)} | {ops.money(run.cost_micros)} |"
         )
     last = state.runs[0]
     if last.error:
-        lines += ["", f"**Last error:** {code(error_summary(last.error))}"]
+        lines += ["", f"**Last error:** {code(ops.error_line(last.error))}"]
     return "\n".join(lines)
 
 
@@ -348,9 +331,8 @@ def function_lens_title(state: FunctionState, now: float | None = None) -> str:
     last = state.runs[0]
     spent = state.cost_micros
     plural = "run" if state.total == 1 else "runs"
-    return lens(
-        f"lil: {state.total} {plural} · last {last.status} {ago(last.updated, now)} · {cost(spent)}"
-    )
+    when = ops.ago(last.updated, now)
+    return lens(f"lil: {state.total} {plural} · last {last.status} {when} · {ops.money(spent)}")
 
 
 def step_lens_title(state: FunctionState, site: StepSite) -> str | None:
@@ -366,18 +348,21 @@ def step_lens_title(state: FunctionState, site: StepSite) -> str | None:
     if last.status == "started" and state.runs[0].status != "running":
         return lens(f"… started, unfinished (run {state.runs[0].status})")
     mark = {"completed": "✓", "failed": "✗", "started": "…"}.get(last.status, "•")
-    title = f"{mark} {last.status} · {duration(last)}"
+    title = f"{mark} {last.status}"
+    if (seconds := ops.attempt_seconds(last)) is not None:
+        title += f" · {ops.duration(seconds)}"
     if len(tries) > 1:
         title += f" · {len(tries)} attempts"
     if last.error:
-        title += f" · {error_summary(last.error)}"
+        title += f" · {ops.error_line(last.error)}"
     return lens(title)
 
 
 def resumable(state: FunctionState) -> str | None:
-    """The run id the "Resume last run" lens resumes, if the last run did not finish."""
-    if state.runs and state.runs[0].status in ("interrupted", "failed", "suspended"):
-        return str(state.runs[0].run_id)
+    """The run id the "Resume last run" lens resumes, if resume is among the last run's actions
+    (``operate.actions_for``: the rule every surface offers it by)."""
+    if state.runs and "resume" in state.runs[0].actions:
+        return state.runs[0].run_id
     return None
 
 
@@ -407,8 +392,8 @@ def journal_findings(state: FunctionState, fn: DurableFunction) -> list[Finding]
             found.append(
                 Finding(
                     "LIL101",
-                    f"the last run {code(run.run_id)} failed here ({ago(run.updated)}): "
-                    f"{code(error_summary(failed[-1].error))}",
+                    f"the last run {code(run.run_id)} failed here ({ops.ago(run.updated)}): "
+                    f"{code(ops.error_line(failed[-1].error))}",
                     "error",
                     site.span,
                     None,
@@ -416,24 +401,23 @@ def journal_findings(state: FunctionState, fn: DurableFunction) -> list[Finding]
             )
     if run.status in UNFINISHED:
         found += _nondeterminism(run, detail, fn)
-    # A marker of a run that is running may just be executing its block: not in doubt (yet).
-    if run.status in UNFINISHED and run.status != "running":
-        for a in detail.attempts:
-            if a.kind == "marker" and a.status != "completed" and not a.resolution:
-                resolve = shell("lil", "effects", "resolve", run.run_id, a.name)
-                site = by_name.get(a.name)
-                if site is not None and site.kind == "marker":
-                    found.append(
-                        Finding(
-                            "LIL103",
-                            f"marker {code(a.name)} of run {code(run.run_id)} is in doubt: its "
-                            "block started and never finished. Decide with "
-                            f"{code(resolve + ' --done|--redo')} before resuming",
-                            "warning",
-                            site.span,
-                            None,
-                        )
-                    )
+    # the side effects in doubt, by the rule every surface shows (a running run's marker may
+    # just be executing its block: not in doubt)
+    for d in ops.doubts_of(detail):
+        site = by_name.get(d.marker)
+        if site is not None and site.kind == "marker":
+            resolve = shell("lil", "effects", "resolve", d.run_id, d.ref)
+            found.append(
+                Finding(
+                    "LIL103",
+                    f"marker {code(d.marker)} of run {code(d.run_id)} is in doubt: its "
+                    "block started and never finished. Decide with "
+                    f"{code(resolve + ' --done|--redo')} before resuming",
+                    "warning",
+                    site.span,
+                    None,
+                )
+            )
     return found
 
 

@@ -1,10 +1,12 @@
 """The view the main code lens opens: every run of one durable function, as a Markdown page.
 
 ``letitloop.showRuns`` renders the function's runs (newest first: status, steps, when, how long,
-cost, the error, and the ``lil`` commands that act on each), writes the page to a file of its
-own under the user's cache directory, and asks the editor to open it (``window/showDocument``).
-An editor without that request (Neovim 0.7) gets the same list in a message and the page's path
-in the command's result. Rendering is pure; only ``write_view`` touches the disk.
+cost, the error, and the ``lil`` commands of the actions that apply to each), writes the page to
+a file of its own under the user's cache directory, and asks the editor to open it
+(``window/showDocument``). An editor without that request (Neovim 0.7) gets the same list in a
+message and the page's path in the command's result. Rendering is pure; only ``write_view``
+touches the disk. Runs are ``operate.RunSummary`` rows, their numbers and times written by
+operate's rules, as on every surface.
 """
 
 from __future__ import annotations
@@ -16,40 +18,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from letitloop.journal._preview import local_time
+from letitloop import operate as ops
 from letitloop.lsp._escape import code, shell, text
-from letitloop.lsp._journal_view import ago, cost, error_summary
 
 VIEW_RUNS = 50  # runs listed on the page, newest first
 MESSAGE_RUNS = 5  # runs listed in the fallback message
 
 
-def seconds(run: Any) -> str:
-    """How long a run executed: the sum of its tries when the journal knows it."""
-    value = getattr(run, "active_seconds", None)
-    if value is None:
-        value = max(0.0, run.updated - run.created)
-    if value < 1:
-        return f"{value * 1000:.0f} ms"
-    return f"{value:.1f} s" if value < 120 else f"{value / 60:.1f} min"
-
-
-def run_summary(run: Any) -> dict[str, Any]:
-    """One run as the command's result carries it (JSON for the client)."""
+def run_summary(run: ops.RunSummary) -> dict[str, Any]:
+    """One run as the command's result carries it (JSON for the client), written as shown."""
     return {
         "run_id": run.run_id,
         "status": run.status,
         "steps": run.steps_done,
-        "started": local_time(run.created),
-        "updated": local_time(run.updated),
-        "duration": seconds(run),
-        "cost": cost(run.cost_micros),
-        "error": error_summary(run.error) or None,
+        "started": ops.local_time(run.created),
+        "updated": ops.local_time(run.updated),
+        "duration": ops.duration(run.seconds),
+        "cost": ops.money(run.cost_micros),
+        "error": ops.error_line(run.error) or None,
     }
 
 
 def render_runs_view(
-    workflow: str | None, qualname: str, path: str, runs: Sequence[Any], total: int,
+    workflow: str | None, qualname: str, path: str, runs: Sequence[ops.RunSummary], total: int,
     now: float | None = None,
 ) -> str:  # fmt: skip
     """Markdown listing the runs of ``qualname`` (defined in ``path``); every name, id, status
@@ -67,29 +58,33 @@ def render_runs_view(
     for run in runs:
         lines.append(
             f"| {code(run.run_id, table=True)} | {text(run.status)} | {run.steps_done} "
-            f"| {local_time(run.created)} ({ago(run.created, now)}) | {seconds(run)} "
-            f"| {cost(run.cost_micros)} |"
+            f"| {ops.local_time(run.created, relative=True, now=now)} "
+            f"| {ops.duration(run.seconds)} | {ops.money(run.cost_micros)} |"
         )
     for run in runs:
         lines += ["", f"## {code(run.run_id)}: {text(run.status)}", ""]
         if run.current_step:
             lines.append(f"- last step: {code(run.current_step)}")
         if run.error:
-            lines.append(f"- error: {code(error_summary(run.error))}")
+            lines.append(f"- error: {code(ops.error_line(run.error))}")
         lines.append(f"- inspect: {code(shell('lil', 'runs', 'show', run.run_id))}")
-        if run.status in ("interrupted", "failed", "suspended"):
+        if "resume" in run.actions:  # the actions that apply (``operate.actions_for``)
             lines.append(f"- continue: {code(shell('lil', 'runs', 'resume', run.run_id))}")
-        lines.append(f"- start over: {code(shell('lil', 'runs', 'reset', run.run_id))}")
+        if "reset" in run.actions:
+            lines.append(f"- start over: {code(shell('lil', 'runs', 'reset', run.run_id))}")
     return "\n".join(lines) + "\n"
 
 
-def render_message(workflow: str | None, qualname: str, runs: Sequence[Any], total: int) -> str:
+def render_message(
+    workflow: str | None, qualname: str, runs: Sequence[ops.RunSummary], total: int
+) -> str:
     """The same list in a few lines, for an editor that cannot open a document."""
     if not runs:
         return f"letitloop: {qualname} has no run in the journal yet"
     head = f"letitloop: {total} run{'s' if total != 1 else ''} of {workflow or qualname}"
     rows = [
-        f"  {r.run_id}  {r.status}  {r.steps_done} steps  {seconds(r)}  {ago(r.updated)}"
+        f"  {r.run_id}  {r.status}  {r.steps_done} steps  {ops.duration(r.seconds)}  "
+        f"{ops.ago(r.updated)}"
         for r in runs[:MESSAGE_RUNS]
     ]
     if total > MESSAGE_RUNS:

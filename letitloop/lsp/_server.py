@@ -4,23 +4,24 @@ view and the actions.
 Journal reads run in threads (``asyncio.to_thread``), so the event loop keeps answering while a
 run writes; the owner's pushed events re-publish diagnostics and ask the client to refresh its
 code lenses. The server never opens DuckDB and never runs user code: previews are the text the
-journal gives.
+journal gives. Every action (resume, fork, approve, reject, reject a proposal) is taken through
+``letitloop.operate``, refused with the same cause as on every surface when it does not apply.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from letitloop import operate as ops
 from letitloop._version import __version__
-from letitloop.journal._config import who
+from letitloop.errors import LetItLoopError
+from letitloop.journal import who
 from letitloop.lsp import _actions, _journal_view
 from letitloop.lsp._analysis import (
     Analysis,
@@ -197,18 +198,20 @@ class LilServer(LanguageServer):
             )
 
     def run_resume(self, run_id: str, uri: str) -> int:
-        """Start ``lil runs resume RUN`` in the background, in the file's directory; its pid."""
-        command = [sys.executable, "-m", "letitloop"]
-        command += ["--journal", self.view.location, "runs", "resume", run_id]
-        proc = subprocess.Popen(
-            command,
-            cwd=os.path.dirname(self.path(uri)) or None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
+        """Start ``lil runs resume RUN`` in the background, in the file's directory
+        (``operate.start_resume``: refused with the cause when the run cannot be resumed;
+        journaled as started by the editor's user); its pid."""
+        cwd = os.path.dirname(self.path(uri)) or None
+        return ops.start_resume(self.view.journal, run_id, cwd=cwd, by=who()).process.pid
+
+    def refused(self, what: str, exc: LetItLoopError) -> dict[str, Any]:
+        """Show why an action was refused (its cause and fix, as ``lil`` prints them)."""
+        fix = f" (fix: {exc.fix})" if exc.fix else ""
+        message = f"letitloop: cannot {what}: {exc.message}{fix}"
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=message)
         )
-        return proc.pid
+        return {"error": exc.to_dict()}
 
 
 server = LilServer()
@@ -434,7 +437,10 @@ async def show_runs(ls: LilServer, uri: str, qualname: str = "") -> dict[str, An
 
 @server.command("letitloop.resumeRun")
 async def resume_run(ls: LilServer, run_id: str, uri: str) -> dict[str, Any]:
-    pid = await asyncio.to_thread(ls.run_resume, run_id, uri)
+    try:
+        pid = await asyncio.to_thread(ls.run_resume, run_id, uri)
+    except LetItLoopError as exc:
+        return {"run_id": run_id} | ls.refused(f"resume {run_id}", exc)
     ls.window_show_message(
         types.ShowMessageParams(
             type=types.MessageType.Info, message=f"resuming {run_id} (pid {pid})"
@@ -447,22 +453,22 @@ async def resume_run(ls: LilServer, run_id: str, uri: str) -> dict[str, Any]:
 async def fork_run(ls: LilServer, run_id: str, position: int, uri: str) -> dict[str, Any]:
     """Fork a run at a step (the steps before it are reused) and start the fork in the
     background, as the Resume lens does; a run that cannot be forked says why."""
-    from letitloop.errors import LetItLoopError
-    from letitloop.kernel._fork import fork_run as fork_at
-
+    journal = ls.view.journal
     try:
-        fork = await asyncio.to_thread(fork_at, run_id, int(position), journal=ls.view.journal)
+        done = await asyncio.to_thread(ops.fork, journal, run_id, int(position), by=who())
     except LetItLoopError as exc:
-        text = f"letitloop: cannot fork {run_id}: {exc.message}" + (
-            f" (fix: {exc.fix})" if exc.fix else ""
-        )
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=text))
-        return {"run_id": run_id, "error": exc.to_dict()}
-    pid = await asyncio.to_thread(ls.run_resume, fork.run_id, uri) if fork.resumable else None
-    started = f"; running it (pid {pid})" if pid else f"; run it with lil runs resume {fork.run_id}"
-    message = f"forked {run_id} at position {position} into {fork.run_id}{started}"
+        return {"run_id": run_id} | ls.refused(f"fork {run_id}", exc)
+    fork_id = str(done.data["fork"])
+    pid = None
+    if done.data["resumable"]:
+        try:
+            pid = await asyncio.to_thread(ls.run_resume, fork_id, uri)
+        except LetItLoopError as exc:
+            ls.refused(f"run the fork {fork_id}", exc)
+    started = f"; running it (pid {pid})" if pid else f"; run it with lil runs resume {fork_id}"
+    message = f"forked {run_id} at position {position} into {fork_id}{started}"
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
-    return {"run_id": run_id, "fork": fork.run_id, "position": int(position), "pid": pid}
+    return {"run_id": run_id, "fork": fork_id, "position": int(position), "pid": pid}
 
 
 @server.command("letitloop.proposal.apply")
@@ -486,16 +492,17 @@ async def proposal_apply(ls: LilServer, proposal_id: str, uri: str) -> dict[str,
 
 @server.command("letitloop.proposal.reject")
 async def proposal_reject(ls: LilServer, proposal_id: str) -> dict[str, Any]:
-    from letitloop.splice import reject_proposal
-
-    p = await asyncio.to_thread(reject_proposal, proposal_id, by=who(), journal=ls.view.journal)
-    return {"proposal": p.id, "state": p.state}
+    journal = ls.view.journal
+    done = await asyncio.to_thread(ops.reject_splice, journal, proposal_id, by=who())
+    return {"proposal": done.data["proposal_id"], "state": done.data["state"]}
 
 
 async def _decide(ls: LilServer, approval_id: str, approved: bool) -> dict[str, Any]:
-    decide = ls.view.journal.decide_approval
-    info = await asyncio.to_thread(lambda: decide(approval_id, approved=approved, by=who()))
-    return {"approval": approval_id, "status": info.status}
+    journal = ls.view.journal
+    done = await asyncio.to_thread(
+        lambda: ops.decide_approval(journal, approval_id, approved=approved, by=who())
+    )
+    return {"approval": approval_id, "status": done.data["status"]}
 
 
 @server.command("letitloop.approve")
@@ -511,30 +518,18 @@ async def reject(ls: LilServer, approval_id: str) -> dict[str, Any]:
 @server.command("letitloop.runsTree")
 async def runs_tree(ls: LilServer, limit: int = 200) -> dict[str, Any]:
     """Runs and pending approvals for an editor's own view of the journal (the VS Code
-    extension's "letitloop runs" tree); empty lists until the journal exists."""
+    extension's "letitloop runs" tree), in the JSON shapes every surface writes
+    (``operate.run_json``, ``operate.approval_json``); empty lists until the journal exists."""
 
     def read() -> dict[str, Any]:
         if not ls.view.ready():
             return {"runs": [], "approvals": []}
         journal = ls.view.journal
         pending = journal.approvals(status="pending", limit=1000)
-        runs = journal.list_runs(limit=max(1, min(int(limit), 1000)))
+        runs = ops.list_summaries(journal, limit=max(1, min(int(limit), 1000)))
         return {
-            "runs": [
-                {
-                    "run_id": r.run_id,
-                    "workflow": r.workflow,
-                    "status": r.status,
-                    "steps_done": r.steps_done,
-                    "current_step": r.current_step,
-                    "cost_micros": r.cost_micros,
-                }
-                for r in runs
-            ],
-            "approvals": [
-                {"id": a.id, "run_id": a.run_id, "name": a.name, "payload": a.payload}
-                for a in pending
-            ],
+            "runs": [ops.run_json(r) for r in runs],
+            "approvals": [ops.approval_json(a) for a in pending],
         }
 
     return await asyncio.to_thread(read)

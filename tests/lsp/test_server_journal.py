@@ -112,7 +112,7 @@ async def test_code_lenses(client: LanguageClient) -> None:
     for lens in lenses:
         by_line.setdefault(lens.range.start.line, []).append(lens.command)
     head = [c.title for c in by_line[line_of(FLOWS_SOURCE, "def pipeline")]]
-    assert head[0].startswith("lil: 2 runs · last failed") and head[0].endswith("$0.0000")
+    assert head[0].startswith("lil: 2 runs · last failed") and head[0].endswith(" · $0")
     resume = by_line[line_of(FLOWS_SOURCE, "def pipeline")][1]
     assert resume.title == "Resume last run" and resume.command == "letitloop.resumeRun"
     assert resume.arguments and str(resume.arguments[0]).startswith("flows.pipeline:")
