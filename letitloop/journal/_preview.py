@@ -1,11 +1,11 @@
-"""Values and times as a person reads them, for every surface (CLI, TUI, widgets, LSP hovers).
+"""Values as a person reads them, for every surface (CLI, TUI, widgets, LSP hovers).
 
 ``preview(codec, data, shown=...)`` turns stored bytes into text without importing a class or
 unpickling anything: plain JSON stays JSON, tagged values read like Python
 (``Response(text="hi", usage=Usage(input=3))``, ``(1, 2)``, ``2026-12-01 21:04:30+00:00``),
 never the codec's ``{"__lil__": ...}`` envelope. Authenticated pickle cannot be read safely, so
 its text is ``shown``: a short repr taken when the value was written (``short_repr``) and kept
-in the record. ``local_time`` is the one way times are written for people: local and human.
+in the record. Times, durations and money are written by ``letitloop.operate`` (its ``_format``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import base64
 import contextlib
 import datetime as dt
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -97,48 +96,6 @@ def short_repr(value: object, limit: int = 200) -> str:
     except Exception:
         text = f"<{type(value).__module__}.{type(value).__qualname__} object>"
     return _cut(" ".join(text.split()), limit)
-
-
-def local_time(ts: float | None, *, relative: bool = False, now: float | None = None) -> str:
-    """An epoch time as people read it: ``2026-12-01 21:04:30`` in local time (``-`` if None),
-    with ``relative`` also ``(5m ago)``."""
-    if ts is None or isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts <= 0:
-        return "-"
-    try:
-        text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
-    except (OverflowError, OSError, ValueError):
-        return str(ts)
-    return f"{text} ({ago(ts, now)})" if relative else text
-
-
-def ago(ts: float, now: float | None = None) -> str:
-    """``just now``, ``42s ago``, ``5m ago``, ``2d ago``."""
-    delta = (now if now is not None else time.time()) - ts
-    if delta < 0:
-        return "in the future"
-    if delta < 1:
-        return "just now"
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
-        if delta >= size:
-            return f"{int(delta // size)}{unit} ago"
-    return f"{int(delta)}s ago"
-
-
-def human_times(data: Any, fields: tuple[str, ...] = ("ts", "at", "created", "updated")) -> Any:
-    """A copy of JSON data whose time fields (epoch floats under the names ``fields`` or
-    ending in ``_at``) read as local times, for showing records (a decision, an event)."""
-    if isinstance(data, dict):
-        return {
-            k: local_time(v)
-            if (k in fields or k.endswith("_at") or k == "deadline")
-            and isinstance(v, (int, float))
-            and not isinstance(v, bool)
-            else human_times(v, fields)
-            for k, v in data.items()
-        }
-    if isinstance(data, list):
-        return [human_times(v, fields) for v in data]
-    return data
 
 
 def _cut(text: str, limit: int, size: int | None = None) -> str:

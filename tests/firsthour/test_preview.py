@@ -6,8 +6,9 @@ import datetime as dt
 from typing import Any
 
 from letitloop import durable, step
-from letitloop.journal._preview import human_times, local_time, preview, short_repr
+from letitloop.journal import preview, short_repr
 from letitloop.kernel._codec import Codec
+from letitloop.operate import human_times, local_time
 from tests.firsthour.models import Opaque, Response, Usage
 
 CODEC = Codec(b"k" * 32)
