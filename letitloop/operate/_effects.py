@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from letitloop.operate._format import error_line
 
 if TYPE_CHECKING:
-    from letitloop.journal import AttemptInfo, Journal, RunDetail
+    from letitloop.journal import AttemptInfo, Journal, RunDetail, RunInfo
 
 HUGE = 1 << 30
 # a run in one of these states has no marker in doubt: completed runs are never replayed, a
@@ -89,9 +89,19 @@ def doubts(journal: Journal, run_id: str | None = None) -> list[Doubt]:
         return doubts_of(journal.get_run(run_id))
     found: list[Doubt] = []
     for info in journal.list_runs(limit=HUGE):
-        if info.status not in NOT_IN_DOUBT:
+        if info.status not in NOT_IN_DOUBT and _started_a_marker(journal, info):
             found += doubts_of(journal.get_run(info.run_id))
     return found
+
+
+def _started_a_marker(journal: Journal, info: RunInfo) -> bool:
+    """Whether the run journaled the start of a marker in its current epoch: only such a run can
+    have one in doubt, and only such a run is read in full (a run's events are a third of the
+    cost of its full read: every failed run of a big journal read in full took seconds)."""
+    return any(
+        e.kind == "step" and e.data.get("kind") == "marker" and e.data.get("epoch") == info.epoch
+        for e in journal.events(run_id=info.run_id, limit=HUGE)
+    )
 
 
 def doubt_json(d: Doubt) -> dict[str, Any]:

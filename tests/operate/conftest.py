@@ -1,0 +1,3 @@
+from tests.kernel.conftest import any_journal
+
+__all__ = ["any_journal"]
