@@ -6,6 +6,7 @@ is not run here: see docs/vscode.md.)"""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,10 @@ def test_extension_client_against_the_real_language_server(
         "blog.publish:post-1",
         "running",
     ] in report["runs"]
+    # the tree's line writes the server's numbers (operate's shown): steps done/known, money
+    (line,) = [d for (run_id, _), d in zip(report["runs"], report["described"], strict=True)
+               if run_id == "blog.publish:post-1"]  # fmt: skip
+    assert re.fullmatch(r"(suspended|running) · \d+/\d+ steps( · at .+)? · \$0", line), line
     assert report["approval"]["name"] == "publish" and report["decided"] == "approved"
     assert report["pending_after"] == 0
     assert json.loads(out.read_text())["approved"] is True

@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 
-import { ITree, decide, readTree, serverCommand, usd } from './server';
+import { ITree, decide, describeRun, readTree, serverCommand } from './server';
 
 let client: LanguageClient | undefined;
 
@@ -46,7 +46,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
     }
     const r = node.run;
     const item = new vscode.TreeItem(r.run_id);
-    item.description = `${r.status} · ${r.steps_done} steps${r.current_step ? ` · at ${r.current_step}` : ''} · ${usd(r.cost_micros)}`;
+    item.description = describeRun(r);
     item.contextValue = 'run';
     item.iconPath = new vscode.ThemeIcon(
       r.status === 'completed' ? 'pass' : r.status === 'failed' ? 'error' : 'sync'

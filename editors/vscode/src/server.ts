@@ -38,6 +38,7 @@ export function serverCommand(
   return { command: interpreterFor(settings, folder), args };
 }
 
+/** A run as every surface's JSON writes it (operate's run shape; the fields the tree uses). */
 export interface ITreeRun {
   run_id: string;
   workflow: string;
@@ -45,6 +46,8 @@ export interface ITreeRun {
   steps_done: number;
   current_step: string | null;
   cost_micros: number;
+  /** its numbers written by the server's rules, as every other surface shows them */
+  shown: { steps: string; duration: string; cost: string; budget: string; current: string };
 }
 
 export interface ITreeApproval {
@@ -84,6 +87,9 @@ export async function decide(
   })) as { approval: string; status: string };
 }
 
-export function usd(micros: number): string {
-  return micros ? `$${(micros / 1e6).toFixed(4)}` : '$0';
+/** A run's line in the tree: status, steps done/known, the current step and the cost, the
+ * numbers as the server wrote them (``shown``), so the tree reads as `lil runs list` does. */
+export function describeRun(r: ITreeRun): string {
+  const at = r.current_step ? ` · at ${r.current_step}` : '';
+  return `${r.status} · ${r.shown.steps} steps${at} · ${r.shown.cost}`;
 }

@@ -9,7 +9,7 @@ const cp = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const rpc = require('vscode-jsonrpc/node');
-const { serverCommand, readTree, decide } = require('../out/server');
+const { serverCommand, readTree, decide, describeRun } = require('../out/server');
 
 const folder = process.env.LIL_WORKSPACE;
 const { command, args } = serverCommand(
@@ -81,6 +81,7 @@ async function main() {
     JSON.stringify({
       diagnostic: { code: found.code, message: found.message, line: found.range.start.line },
       runs: tree.runs.map(r => [r.run_id, r.status]),
+      described: tree.runs.map(r => describeRun(r)),
       approval: { id: approval.id, name: approval.name, run_id: approval.run_id },
       decided: answer.status,
       pending_after: after.approvals.length
