@@ -91,6 +91,9 @@ class RunInfo(NamedTuple):
     # the time since it was created; None when the backend cannot tell
     active_seconds: float | None = None
     budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens) limits
+    # positions the current epoch has reached (every step that started, whatever became of it):
+    # the "of" in "2 of 3 steps" on every surface; None from a journal that cannot tell
+    steps_total: int | None = None
 
 
 class AttemptInfo(NamedTuple):

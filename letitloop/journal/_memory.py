@@ -119,6 +119,7 @@ def entry_info(entry: RunEntry) -> RunInfo:
         saved_micros=entry.saved_micros,
         active_seconds=entry.active_seconds(),
         budget=entry.budget,
+        steps_total=len(entry.steps),
     )
 
 

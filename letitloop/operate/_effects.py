@@ -38,8 +38,11 @@ class Doubt(NamedTuple):
     ref: str  # how to name the marker: its name, or its position when the name repeats
 
     def command(self, resolution: str) -> str:
-        """The CLI command that resolves it as ``done`` or ``redo``."""
-        return f"lil effects resolve {self.run_id} {self.ref} --{resolution}"
+        """The CLI command that resolves it as ``done`` or ``redo``, safe to paste in a shell
+        whatever the run id or marker name holds."""
+        from shlex import quote
+
+        return f"lil effects resolve {quote(self.run_id)} {quote(self.ref)} --{resolution}"
 
 
 def in_doubt(detail: RunDetail) -> list[AttemptInfo]:

@@ -74,8 +74,7 @@ def summarize(
         total = len({a.position for a in detail.attempts})
         dead = any(_dead(a) for a in latest_attempts(detail.attempts).values())
     else:
-        unfinished = info.status != "completed" and bool(info.current_step or info.error)
-        total = info.steps_done + (1 if unfinished else 0)
+        total = info.steps_total if info.steps_total is not None else info.steps_done
         dead = _dead_error(info.error) and info.status == "failed"
     seconds = info.active_seconds
     if seconds is None and detail is not None:

@@ -60,7 +60,7 @@ def result_preview(detail: RunDetail, limit: int = MAX_RESULT) -> str | None:
     from letitloop.journal import preview
     from letitloop.operate._format import truncate
 
-    return truncate(preview(*detail.result, shown=detail.result_shown), limit)
+    return truncate(preview(*detail.result, shown=detail.result_shown, limit=limit), limit)
 
 
 def view_of(journal: Journal, detail: RunDetail) -> RunView:

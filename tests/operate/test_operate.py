@@ -121,3 +121,39 @@ def test_a_listing_says_what_a_fork_was_forked_from() -> None:
     origin = listed[made.data["fork"]].forked_from
     assert origin is not None and (origin.run_id, origin.position) == ("ok:a", 1)
     assert listed["ok:a"].forked_from is None
+
+
+def test_a_listing_and_a_run_view_count_the_same_steps(backend_journal: Any) -> None:
+    """Steps done out of known: the listing reads the journal's count of positions reached,
+    the run view counts its attempts; a run that failed outside any step counts 2 of 2 in both
+    (the listing's guess said 2 of 3)."""
+
+    @durable(journal=backend_journal, name="outside", run_id="o1")
+    def outside() -> None:
+        step("one", lambda: 1)
+        step("two", lambda: 2)
+        raise ValueError("after the steps")
+
+    @durable(journal=backend_journal, name="inside", run_id="i1")
+    def inside() -> None:
+        step("one", lambda: 1)
+        step("two", lambda: 1 / 0)
+
+    for flow in (outside, inside):
+        with pytest.raises((ValueError, ZeroDivisionError)):
+            flow()
+    listed = {s.run_id: (s.steps_done, s.steps_total) for s in list_summaries(backend_journal)}
+    assert listed == {"outside:o1": (2, 2), "inside:i1": (1, 2)}
+    for run_id, counts in listed.items():
+        view = run_view(backend_journal, run_id)
+        assert (view.run.steps_done, view.run.steps_total) == counts
+
+
+def test_the_resolve_command_is_safe_to_paste_in_a_shell() -> None:
+    import shlex
+
+    from letitloop.operate import Doubt
+
+    d = Doubt("wf:a;rm -rf ~", "interrupted", 1, "send $(mail)", 1, "started", None, "", None, "")
+    d = d._replace(ref=d.marker)
+    assert shlex.split(d.command("done"))[3:5] == ["wf:a;rm -rf ~", "send $(mail)"]

@@ -439,6 +439,7 @@ def _run_info(r: dict[str, Any]) -> RunInfo:
         saved_micros=r.get("saved") or 0,
         active_seconds=r.get("active"),
         budget=(r["budget"][0], r["budget"][1]) if r.get("budget") else None,
+        steps_total=r.get("total"),
     )
 
 

@@ -187,9 +187,10 @@ def list_runs(
         "SELECT sel.run_id, sel.workflow, sel.run_key, sel.st, sel.epoch, sel.tries, "
         "sel.created, sel.updated, sel.live, sel.parent, sel.error, agg.done, agg.cost, "
         "agg.tokens, agg.saved, CASE WHEN sel.status = 'running' THEN agg.cur END, act.active, "
-        "sel.budget_micros, sel.budget_tokens FROM sel "
+        "sel.budget_micros, sel.budget_tokens, agg.total FROM sel "
         "LEFT JOIN LATERAL (SELECT count(DISTINCT s.position) FILTER (WHERE s.status = "
-        "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
+        "'completed') AS done, count(DISTINCT s.position) AS total, "
+        "coalesce(sum(s.cost_micros), 0) AS cost, "
         "coalesce(sum(s.tokens_in + s.tokens_out), 0) AS tokens, coalesce(sum(s.saved_micros), 0)"
         " AS saved, (array_agg(s.name ORDER BY s.position DESC) FILTER (WHERE s.status = "
         "'started' AND s.resolution IS NULL))[1] AS cur FROM steps s WHERE s.run_id = sel.run_id"
@@ -217,6 +218,7 @@ def list_runs(
             saved_micros=int(r[14] or 0),
             active_seconds=float(r[16] or 0.0),
             budget=None if r[17] is None and r[18] is None else (r[17], r[18]),
+            steps_total=int(r[19] or 0),
         )
         for r in rows
     ]

@@ -161,7 +161,8 @@ class StoreReads:
             "$workflow) AND ($status IS NULL OR st = $status) AND ($bu IS NULL OR updated < $bu OR "
             "(updated = $bu AND run_id < $br)) ORDER BY updated DESC, run_id DESC LIMIT $limit),"
             " agg AS (SELECT s.run_id, count(DISTINCT s.position) FILTER (WHERE s.status = "
-            "'completed') AS done, coalesce(sum(s.cost_micros), 0) AS cost, "
+            "'completed') AS done, count(DISTINCT s.position) AS total, "
+            "coalesce(sum(s.cost_micros), 0) AS cost, "
             "coalesce(sum(s.tokens_in::BIGINT + s.tokens_out), 0) AS tokens, "
             "coalesce(sum(s.saved_micros), 0) AS saved, arg_max(s.name, s.position) FILTER "
             "(WHERE s.status = 'started' AND s.resolution IS NULL) AS current FROM steps s "
@@ -169,7 +170,8 @@ class StoreReads:
             "SELECT r.run_id, r.workflow, r.run_key, r.st, r.epoch, r.tries, r.created, "
             "r.updated, r.parent, r.error, coalesce(agg.done, 0), coalesce(agg.cost, 0), "
             "coalesce(agg.tokens, 0), coalesce(agg.saved, 0), CASE WHEN r.status = 'running' "
-            "THEN agg.current END, r.active, r.budget_micros, r.budget_tokens "
+            "THEN agg.current END, r.active, r.budget_micros, r.budget_tokens, "
+            "coalesce(agg.total, 0) "
             "FROM r LEFT JOIN agg ON agg.run_id = r.run_id "
             "ORDER BY r.updated DESC, r.run_id DESC",
             {"held": held, "status": status, "workflow": workflow, "limit": limit, "run": run_id}
@@ -177,7 +179,7 @@ class StoreReads:
         ).fetchall()
         names = (
             "run wf key status epoch try created updated parent error done cost tokens saved "
-            "current active budget_usd budget_tokens"
+            "current active budget_usd budget_tokens total"
         ).split()
         out = []
         for row in rows:
