@@ -3,19 +3,23 @@
     python receiver.py
 
 It listens on the address of ``[tool.letitloop.notify] url`` in this folder's pyproject.toml,
-verifies each body's ``X-Lil-Signature`` (HMAC-SHA256 with $LIL_NOTIFY_SECRET, the default
-below when it is not set), drops a notification whose ``X-Lil-Idempotency-Key`` it has already
-seen (a delivery retried after the receiver got it), prints one line for each new one and
-appends it to notifications.jsonl. Ctrl-C stops it.
+verifies each delivery as Standard Webhooks sign it (``webhook-signature``: HMAC-SHA256 of
+``<webhook-id>.<webhook-timestamp>.<body>`` with $LIL_NOTIFY_SECRET, the default below when it
+is not set), refuses one stamped more than five minutes from its clock (a replay), drops a
+notification whose ``webhook-id`` it has already seen (a delivery retried after the receiver
+got it), prints one line for each new one and appends it to notifications.jsonl. Ctrl-C stops
+it. See docs/notifications.md, "What a receiver gets".
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
 import os
 import threading
+import time
 import tomllib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,6 +28,7 @@ from urllib.parse import urlsplit
 HERE = Path(__file__).resolve().parent
 SECRET = os.environ.setdefault("LIL_NOTIFY_SECRET", "cookbook-example-secret").encode()
 LOG = HERE / "notifications.jsonl"
+TOLERANCE = 300  # seconds between a delivery's stamp and our clock, at most
 MAX_BODY = 64 * 1024  # letitloop's bodies are at most 16 kB: anything bigger is not one
 seen: set[str] = set()
 lock = threading.Lock()
@@ -45,12 +50,19 @@ class Hook(BaseHTTPRequestHandler):
             self.send_error(404 if self.path != PATH else 413)
             return
         body = self.rfile.read(length)
-        expected = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(expected, self.headers.get("X-Lil-Signature", "")):
+        key = self.headers.get("webhook-id", "")
+        stamp = self.headers.get("webhook-timestamp", "")
+        signed = f"{key}.{stamp}.".encode() + body
+        expected = base64.b64encode(hmac.new(SECRET, signed, hashlib.sha256).digest()).decode()
+        offered = self.headers.get("webhook-signature", "").split()
+        if not any(hmac.compare_digest(f"v1,{expected}", sig) for sig in offered):
             print("refused a notification with a bad or missing signature", flush=True)
             self.send_error(401)
             return
-        key = self.headers.get("X-Lil-Idempotency-Key", "")
+        if not stamp.isdigit() or abs(time.time() - int(stamp)) > TOLERANCE:
+            print("refused a notification stamped too far from now (a replay?)", flush=True)
+            self.send_error(401)
+            return
         doc = json.loads(body)
         with lock:
             new = key not in seen

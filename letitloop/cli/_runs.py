@@ -518,7 +518,8 @@ def budget_cmd(
     if usd is None and tokens is None:
         raise click.UsageError("give --usd, --tokens or both")
     journal = open_cli_journal()
-    done = raise_budget(journal, run, by=by or who(), usd=usd, tokens=tokens)
+    names = ("--usd", "--tokens")
+    done = raise_budget(journal, run, by=by or who(), usd=usd, tokens=tokens, names=names)
     info = journal.get_run(str(done.run_id)).run
     if as_json:
         out.emit_json(done.to_json() | {"run": run_json(summarize(info))})

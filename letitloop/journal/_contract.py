@@ -24,9 +24,6 @@ from letitloop.journal._records import Record
 
 Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
 
-# The records below are NamedTuples rather than dataclasses: they are immutable all the same, and
-# a process that only resumes a run should not pay for generating dataclass methods at import.
-
 
 class StepRecord(NamedTuple):
     """The latest attempt at one position of a run, as replay needs it.

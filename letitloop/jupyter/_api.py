@@ -160,7 +160,9 @@ def run_action(ctx: Context, text: str, by: str, body: dict[str, Any]) -> dict[s
         dollars = body.get("dollars")
         if not isinstance(dollars, int | float) or isinstance(dollars, bool) or dollars <= 0:
             raise BadRequest("budget needs dollars, a number above 0", fix='{"dollars": 2.5}')
-        done = operate.raise_budget(ctx.journal, run_id, by=by, usd=float(dollars))
+        done = operate.raise_budget(
+            ctx.journal, run_id, by=by, usd=float(dollars), names=("dollars", "tokens")
+        )
     elif action == "cancel":
         done = operate.cancel_run(ctx.journal, run_id, by=by, reason="cancelled from JupyterLab")
     else:

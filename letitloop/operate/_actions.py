@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from letitloop.errors import ConfigError, JournalError, LetItLoopError
+from letitloop.operate._format import money
 
 if TYPE_CHECKING:
     from letitloop.journal import Journal, RunDetail
@@ -127,17 +128,23 @@ def raise_budget(
     by: str,
     usd: float | None = None,
     tokens: int | None = None,
+    names: tuple[str, str] = ("usd", "tokens"),
 ) -> Outcome:
-    """Set or raise a run's budget; a run suspended by its budget continues when resumed."""
+    """Set or raise a run's budget; a run suspended by its budget continues when resumed.
+    ``names`` are what the surface calls the two amounts (``--usd``, a form's field), so a
+    refusal names what the person typed."""
     from letitloop.kernel import budget_tokens, usd_micros
 
     if usd is None and tokens is None:
-        raise ConfigError("a budget needs dollars, tokens or both", fix="e.g. usd=2.5")
-    micros = None if usd is None else usd_micros(usd, "a budget's dollars")
-    most = None if tokens is None else budget_tokens(tokens, "a budget's tokens")
+        raise ConfigError(
+            f"a budget needs {names[0]}, {names[1]} or both", fix=f"e.g. {names[0]} 2.5"
+        )
+    micros = None if usd is None else usd_micros(usd, names[0])
+    most = None if tokens is None else budget_tokens(tokens, names[1])
     run_id = journal.find_run(run)
     journal.set_budget(run_id, by, usd_micros=micros, tokens=most)
-    limits = [f"${usd:g}" if usd is not None else "", f"{tokens} tokens" if tokens else ""]
+    shown = money(micros) if micros is not None else ""
+    limits = [shown, f"{tokens:,} tokens" if tokens else ""]
     said = ", ".join(x for x in limits if x)
     message = f"budget of {run_id} set to {said}: resume the run to continue"
     return Outcome("budget", message, run_id, {"usd_micros": micros, "tokens": most})

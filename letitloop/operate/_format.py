@@ -72,12 +72,16 @@ def duration(seconds: float | None) -> str:
 
 def money(micros: int | None) -> str:
     """Millionths of a dollar as money: ``$0`` for nothing, cents from a dollar (``$12.35``,
-    ``$1,234.50``), four places below it (``$0.0042``), six below $0.0001 (``$0.000042``)."""
+    ``$1,234.50``), below it as many places as the amount needs, at least two and at most four
+    (``$0.05``, ``$0.0042``), six below $0.0001 (``$0.000042``)."""
     if not micros:
         return "$0"
-    if abs(micros) >= 1_000_000:
-        return f"${micros / 1e6:,.2f}"
-    return f"${micros / 1e6:.4f}" if abs(micros) >= 100 else f"${micros / 1e6:.6f}"
+    sign, micros = ("-" if micros < 0 else ""), abs(micros)
+    if micros >= 1_000_000:
+        return f"{sign}${micros / 1e6:,.2f}"
+    text = f"{micros / 1e6:.4f}" if micros >= 100 else f"{micros / 1e6:.6f}"
+    whole, _, places = text.partition(".")
+    return f"{sign}${whole}.{places.rstrip('0').ljust(2, '0')}"
 
 
 def dollars(value: float | None) -> str:

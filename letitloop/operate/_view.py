@@ -58,9 +58,8 @@ def result_preview(detail: RunDetail, limit: int = MAX_RESULT) -> str | None:
     if detail.result is None:
         return None
     from letitloop.journal import preview
-    from letitloop.operate._format import truncate
 
-    return truncate(preview(*detail.result, shown=detail.result_shown, limit=limit), limit)
+    return preview(*detail.result, shown=detail.result_shown, limit=limit)  # says what it cut
 
 
 def view_of(journal: Journal, detail: RunDetail) -> RunView:

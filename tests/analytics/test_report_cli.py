@@ -31,7 +31,7 @@ def test_report_in_the_terminal(journal_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0] == f"letitloop report · {journal_path} · all time"
     assert "60 (5 failed, 8.3%)" in text and "342 (47 failed)" in text
-    assert "$0.0833 · 24,960 tokens" in text and "saved by cache  $0.0120" in text
+    assert "$0.0833 · 24,960 tokens" in text and "saved by cache  $0.012" in text
     spark = lines[lines.index(next(ln for ln in lines if ln.startswith("per day"))) + 1]
     assert len(spark.split()[1]) == 7 and "█" in spark  # one bar per day, the peak full height
     slow = lines[lines.index("Slowest steps (p95)") + 2]

@@ -33,6 +33,7 @@ def test_one_rule_for_times_money_durations_and_errors() -> None:
     assert ago(now - 0.2, now) == "just now" and ago(now - 7200, now) == "2h ago"
     assert ago(None) == "-" and ago(now + 5, now) == "in the future"
     assert money(0) == "$0" and money(4200) == "$0.0042" and money(42) == "$0.000042"
+    assert money(50_000) == "$0.05" and money(500_000) == "$0.50" and money(-4200) == "-$0.0042"
     assert money(12_350_000) == "$12.35" and money(1_234_500_000) == "$1,234.50"
     assert duration(0.046) == "46ms" and duration(1.5) == "1.5s" and duration(150) == "2.5m"
     assert duration(None) == "-"

@@ -236,6 +236,7 @@ _CORPUS: list[dict[str, Any]] = [
     {"op": "queue", "act": "items", "queue": "fuzzq", "state": None, "limit": 5},
     {"op": "queue", "act": "workers"},
     {"op": "queue", "act": "pause", "name": "fuzzq", "paused": False},
+    {"op": "board", "run": "wf:fuzz", "key": "plan", "history": True},
 ]
 _VALUES: list[Any] = [None, True, -1, 0, 2**63, 2**64 - 1, 1.5, float("nan"), "", "x" * 300, b"\0"]
 _VALUES += [[], [1, "a"], {}, {"k": "step"}, {"op": "stop"}]

@@ -99,7 +99,7 @@ async def test_runs_screen_and_its_actions_show_run_ids_as_written(journal_path:
         await notified(pilot, app, f"{mw.FLOW_ID} has no dead-lettered step to retry")
         await pilot.press("c")  # it stopped the app with MarkupError
         assert isinstance(app.screen, ConfirmScreen)
-        assert f"Cancel {mw.FLOW_ID} (failed, 2/3 steps)?" in dialog(app)
+        assert f"Cancel {mw.FLOW_ID} (failed, 2/2 steps)?" in dialog(app)
         await pilot.press(*"[bold]why[/bold]", "enter")
         await notified(pilot, app, f"cancelled {mw.FLOW_ID}")
         await until(pilot, lambda: table.get_cell(mw.FLOW_ID, "status").plain == "cancelled")
