@@ -1,11 +1,12 @@
 """A journal written by an earlier version opens with this one and loses nothing.
 
 ``tests/data/journal-873c954.tar.gz`` was written by letitloop at commit 873c954 (the code before
-the performance work of issue #21): a completed run, a failed run with five completed steps, both
-folded into DuckDB by a clean stop, and a third run written by a second owner that was then
-SIGKILLed (its log segment and DuckDB's WAL as the kill left them). This version must recover
-them, replay every journaled step without running it, and continue the failed run where it
-stopped.
+the performance work of issue #21), ``journal-44a4c94.tar.gz`` at 44a4c94 (the code before the
+restructuring of issue #36, by ``tests/data/make_old_journal.py``): a completed run, a failed run
+with five completed steps, both folded into DuckDB by a clean stop, and a third run written by a
+second owner that was then SIGKILLed (its log segment and DuckDB's WAL as the kill left them).
+This version must recover them, replay every journaled step without running it, and continue the
+failed run where it stopped.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from letitloop import durable, open_journal, step
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "journal-873c954.tar.gz"
+DATA = Path(__file__).resolve().parents[1] / "data"
+FIXTURES = sorted(DATA.glob("journal-*.tar.gz"))
 
 
-def _unpack(tmp_path: Path) -> Path:
-    with tarfile.open(FIXTURE) as tar:
+def _unpack(tmp_path: Path, fixture: Path) -> Path:
+    with tarfile.open(fixture) as tar:
         tar.extractall(tmp_path / "old", filter="data")
     keys = Path(os.environ["LIL_KEY_DIR"])
     keys.mkdir(parents=True, exist_ok=True)
@@ -39,10 +43,17 @@ def _out(i: int) -> dict[str, Any]:
     return {"i": i, "text": f"step {i}"}
 
 
-def test_a_journal_of_the_previous_version_opens_replays_and_continues(tmp_path: Path) -> None:
+def test_every_old_version_has_a_fixture() -> None:
+    assert {f.name for f in FIXTURES} >= {"journal-873c954.tar.gz", "journal-44a4c94.tar.gz"}
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
+def test_a_journal_of_the_previous_version_opens_replays_and_continues(
+    tmp_path: Path, fixture: Path
+) -> None:
     from tests.conftest import _kill_owner
 
-    path = _unpack(tmp_path)
+    path = _unpack(tmp_path, fixture)
     ran: list[int] = []
 
     def counted(i: int) -> dict[str, Any]:
