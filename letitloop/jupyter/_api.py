@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from letitloop import operate
-from letitloop.errors import ConfigError
+from letitloop.errors import ConfigError, LetItLoopError
 
 if TYPE_CHECKING:
     from letitloop.journal import Journal
@@ -36,6 +36,13 @@ class BadRequest(ConfigError):
 
     title = "bad request"
     status = 400
+
+
+class NotNow(BadRequest):
+    """An action the run's state does not allow now (``operate.actions_for``): a conflict."""
+
+    title = "action does not apply"
+    status = 409
 
 
 class TooLarge(BadRequest):
@@ -150,6 +157,15 @@ def run_action(ctx: Context, text: str, by: str, body: dict[str, Any]) -> dict[s
     if action not in RUN_ACTIONS:
         raise BadRequest(f"unknown action {action!r}", fix=f"one of {', '.join(RUN_ACTIONS)}")
     run_id = ctx.journal.find_run(text)
+    summary = operate.summary_of(ctx.journal, ctx.journal.get_run(run_id))
+    if action not in summary.actions:  # the rule the lab's buttons follow, and lil-tui's keys
+        if action == "resume":  # its cause and fix as `lil runs resume` gives them
+            try:
+                operate.check_resumable(ctx.journal, run_id)
+            except LetItLoopError as exc:
+                raise NotNow(exc.message, fix=exc.fix) from None
+        could = ", ".join(summary.actions) or "none: see it with `lil runs show`"
+        raise NotNow(operate.why_not(action, summary), fix=f"what it offers now: {could}")
     if action == "resume":
         resume = operate.start_resume(ctx.journal, run_id, cwd=ctx.root_dir)
         ctx.resumes[run_id] = resume

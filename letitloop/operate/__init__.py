@@ -7,7 +7,7 @@ write times, money and errors with its formatting, so one journal reads the same
 It speaks only the journal's face (``letitloop.journal``, any backend) and imports no surface.
 
     runs        RunSummary, StepSummary, summarize, summary_of, list_summaries, steps_of,
-                actions_for, attempt_seconds, latest_attempts, ACTIONS, STATUSES
+                actions_for, why_not, attempt_seconds, latest_attempts, ACTIONS, STATUSES
     live        advance (a summary moved forward by its pushed events, without a read)
     one run     RunView, run_view, view_of, result_preview; its blackboard: BoardKey, board_keys,
                 Conversation, Turn, conversations, turn_line
@@ -51,6 +51,7 @@ _EXPORTS = {
             "list_summaries",
             "steps_of",
             "actions_for",
+            "why_not",
             "attempt_seconds",
             "latest_attempts",
             "ACTIONS",
@@ -308,6 +309,7 @@ if TYPE_CHECKING:
         steps_of as steps_of,
         summarize as summarize,
         summary_of as summary_of,
+        why_not as why_not,
     )
     from letitloop.operate._shapes import (
         APPROVAL_STATES as APPROVAL_STATES,

@@ -126,6 +126,13 @@ def actions_for(run: RunSummary) -> tuple[str, ...]:
     return tuple(a for a in ACTIONS if offered[a])
 
 
+def why_not(action: str, run: RunSummary) -> str:
+    """What every surface says when ``action`` is not among the run's ``actions`` now."""
+    if action == "retry":
+        return f"{run.run_id} has no dead-lettered step to retry"
+    return f"{run.run_id} is {run.status}: nothing to {action}"
+
+
 def latest_attempts(attempts: list[AttemptInfo]) -> dict[int, AttemptInfo]:
     """The latest attempt of each position."""
     latest: dict[int, AttemptInfo] = {}

@@ -81,13 +81,6 @@ def matches(r: RunSummary, status: str | None, text: str) -> bool:
     return not text or text in r.run_id.lower() or text in r.workflow.lower()
 
 
-def why_not(action: str, run: RunSummary) -> str:
-    """What a surface says when ``action`` is not among the run's ``actions`` now."""
-    if action == "retry":
-        return f"{run.run_id} has no dead-lettered step to retry"
-    return f"{run.run_id} is {run.status}: nothing to {action}"
-
-
 RUN_BINDINGS = [
     Binding("R", "resume", "Resume"),
     Binding("t", "retry", "Retry dead letter"),
@@ -112,7 +105,7 @@ class RunActions:
             return None
         now = self.lil.model.summary(row.run_id)
         if action not in now.actions:
-            self.notify(why_not(action, now), severity="warning")
+            self.notify(ops.why_not(action, now), severity="warning")
             return None
         return row  # type: ignore[no-any-return]
 

@@ -94,8 +94,7 @@ async def test_each_decision_names_the_jupyter_user_who_took_it(
     journal = open_journal(lab_journal)
     proposal = propose_splice(source, "greet", "def greet():\n    return 1\n", journal=journal)
     await call(jp_fetch, "bob", "splices", proposal.id, "reject", body={"comment": "no"})
-    run_workflow(lab_journal, "pipeline")
-    await call(jp_fetch, "ana", "runs", "etl.pipeline:p1", "actions", body={"action": "reset"})
+    await call(jp_fetch, "ana", "runs", "release:v2", "actions", body={"action": "reset"})
 
     # the journal itself, as lil-tui, lil and the lab's run view read it
     decided = {a.run_id: a.decided_by for a in journal.approvals(limit=100)}
@@ -107,7 +106,7 @@ async def test_each_decision_names_the_jupyter_user_who_took_it(
     }
     assert by[("release:v1", "answer")] == ANA and by[("release:v2", "answer")] == BOB
     assert by[("shop.notify:n1", "resolve")] == ANA
-    assert by[("etl.pipeline:p1", "reset")] == ANA
+    assert by[("release:v2", "reset")] == ANA
     assert [p.decided_by for p in journal.proposals("rejected")] == [BOB]
     marker = [a for a in journal.get_run("shop.notify:n1").attempts if a.kind == "marker"][-1]
     assert marker.resolved_by == ANA

@@ -195,9 +195,12 @@ async def test_splice_proposals_are_diffed_applied_and_rejected(
 
 @on_server_loop
 async def test_run_actions_cancel_budget_reset_and_resume(
-    jp_fetch: Fetch, lab_journal: Path
+    jp_fetch: Fetch, lab_journal: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_workflow(lab_journal, "pipeline")
+    monkeypatch.setenv("LAB_FAIL_STEP", "transform")
+    run_workflow(lab_journal, "pipeline", check=False)
+    monkeypatch.delenv("LAB_FAIL_STEP")  # the resume's process (the server's child) succeeds
+    assert (await get(jp_fetch, "runs", "p1"))["run"]["status"] == "failed"
     path = ("runs", "etl.pipeline:p1", "actions")
     for body, words in (
         ({"action": "explode"}, "unknown action"),
@@ -219,6 +222,21 @@ async def test_run_actions_cancel_budget_reset_and_resume(
 
     await wait_for(completed)
     assert len((await get(jp_fetch, "runs", "p1"))["steps"]) == 2  # ran again in a new process
+    epoch = (await get(jp_fetch, "runs", "p1"))["run"]["epoch"]
+    # a completed run: every action is refused with the cause every surface gives (lil-tui's
+    # keys, operate.why_not; lil runs resume's for a resume), and nothing changes
+    for action, words in (
+        ("resume", "already completed: there is nothing to resume"),
+        ("retry", "has no dead-lettered step to retry"),
+        ("budget", "is completed: nothing to budget"),
+        ("cancel", "is completed: nothing to cancel"),
+        ("reset", "is completed: nothing to reset"),
+    ):
+        body = {"action": action} | ({"dollars": 1} if action == "budget" else {})
+        code, error = await refused(jp_fetch, *path, body=body)
+        assert code == 409 and words in error["message"] and error["fix"], (action, error)
+    after = (await get(jp_fetch, "runs", "p1"))["run"]
+    assert (after["status"], after["epoch"]) == ("completed", epoch)
     run_workflow(lab_journal, "killed", check=False)
     answer = await post(jp_fetch, "runs", "n1", "actions", body={"action": "cancel"})
     assert answer["message"].startswith("cancelled shop.notify:n1")

@@ -1,6 +1,7 @@
 """Durable workflows the Jupyter tests run for real, in subprocesses (and in the test process).
 
-python workflows.py JOURNAL pipeline         three steps with JSON outputs and a recorded cost
+python workflows.py JOURNAL pipeline         two steps with JSON outputs and a recorded cost
+                                             (the step $LAB_FAIL_STEP names raises)
 python workflows.py JOURNAL publish OUT      wait for an approval (with a schema), write OUT
 python workflows.py JOURNAL killed           SIGKILL itself inside an atomic_marker block
 python workflows.py JOURNAL slow GATE        step 1, wait until GATE exists, step 2
@@ -28,6 +29,8 @@ SCHEMA = {
 
 
 def _work(label: str, value: int) -> dict[str, Any]:
+    if os.environ.get("LAB_FAIL_STEP") == label:  # a failed run, for the tests that need one
+        raise RuntimeError(f"{label} failed (LAB_FAIL_STEP)")
     record_cost(usd=0.0001 * value)
     return {"label": label, "value": value * 10}
 
