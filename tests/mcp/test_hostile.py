@@ -207,6 +207,40 @@ async def test_http_needs_the_token_and_keeps_serving(duck_project: Path) -> Non
         assert proc.poll() is None
 
 
+async def test_http_hostile_requests_get_errors_and_the_server_keeps_serving(
+    duck_project: Path,
+) -> None:
+    """The stdio cases over Streamable HTTP, with the token: each bad request is answered with
+    an error, and the next session is served as before."""
+    with http_server(duck_project) as (url, token, proc):
+        async with http_session(url, token) as s:
+            assert "limit must be of type integer" in await refused(s, "list_runs", {"limit": "2"})
+            assert "run must be of type string" in await refused(s, "show_run", {"run": 7})
+            said = await refused(s, "list_runs", {"colour": "red"})
+            assert "unknown argument 'colour'" in said
+            said = await refused(s, "list_runs", {"text": "x" * 300_000})
+            assert "longer than 200 characters" in said and "xxxx" not in said
+            said = await refused(s, "drop_table", {})
+            assert "unknown tool 'drop_table'" in said and "list_runs" in said
+            said = await refused(s, "approve", {"id": "x"})
+            assert "a person's decision" in said and "lil approvals approve" in said
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "authorization": f"Bearer {token}",
+        }
+        async with httpx2.AsyncClient(timeout=30) as http:
+            answer = await http.post(url, content=b"this is not json", headers=headers)
+            assert answer.status_code == 400, answer.text
+            huge = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+            huge["params"] = {"name": "propose_splice", "arguments": {"code": "y" * (3 << 20)}}
+            answer = await http.post(url, content=json.dumps(huge).encode(), headers=headers)
+            assert answer.status_code == 413, (answer.status_code, answer.text[:200])
+        async with http_session(url, token) as s:  # still serving, the journal untouched
+            assert len((await call(s, "list_runs", {"limit": 100}))["runs"]) == 7
+        assert proc.poll() is None
+
+
 def test_loopback_only_unless_forced(tmp_path: Path) -> None:
     project = make_project(tmp_path / "p", str(tmp_path / "j.duckdb"))
     done = lil(project, "mcp", "--http", "--host", "0.0.0.0", "--port", "0", check=False)
