@@ -181,6 +181,37 @@ def decided(row: ApprovalInfo, answer: Record) -> ApprovalInfo:
     )
 
 
+def approval_fields(
+    run_id: str, epoch: int, pos: int, row: tuple[Any, ...] | None
+) -> dict[str, Any]:
+    """An approval step's request (``ask``) and decision (``ans``) as the live state keeps them,
+    from a store's approvals row (``aid, payload, schema, deadline, on_timeout, status, by, at,
+    comment, edited, timed_out, attempt``); the DuckDB owner and PostgreSQL both load it so."""
+    if row is None:
+        return {}
+    aid, payload, schema, deadline, on_timeout, status, by, at, comment, edited, timed_out, att = (
+        row
+    )
+    ask = {"id": aid, "payload": payload, "schema": schema, "deadline": deadline}
+    out: dict[str, Any] = {"ask": ask | {"on_timeout": on_timeout}}
+    if status in ("approved", "rejected"):
+        out["ans"] = {
+            "k": "answer",
+            "run": run_id,
+            "epoch": epoch,
+            "pos": pos,
+            "att": att,
+            "id": aid,
+            "ok": status == "approved",
+            "by": by,
+            "comment": comment,
+            "payload": edited,
+            "timeout": bool(timed_out),
+            "ts": at,
+        }
+    return out
+
+
 def match_approval(text: str, rows: list[ApprovalInfo]) -> ApprovalInfo:
     """The approval whose id is ``text`` or starts with it."""
     found = [r for r in rows if r.id == text] or [r for r in rows if r.id.startswith(text)]

@@ -22,6 +22,7 @@ from letitloop.journal._contract import (
     RunInfo,
 )
 from letitloop.journal._records import Record
+from letitloop.journal._store_queries import output_of, output_select
 from letitloop.journal.postgres import _reads, _schema
 from letitloop.journal.postgres._listen import Follower, Subscription
 
@@ -65,20 +66,10 @@ class PgReads:
         return self._read(read)
 
     def get_output(self, run_id: str, epoch: int, position: int, attempt: int) -> Encoded:
-        row = self._read(
-            lambda cur: cur.execute(
-                "SELECT codec, output FROM steps WHERE run_id = %s AND epoch = %s AND "
-                "position = %s AND attempt = %s",
-                [run_id, epoch, position, attempt],
-            ).fetchone()
-        )
-        if row is None or row[0] is None:
-            raise JournalError(
-                f"no output for run {run_id} epoch {epoch} position {position} attempt {attempt}",
-                run_id=run_id,
-                position=position,
-            )
-        return row[0], bytes(row[1])
+        key = [run_id, epoch, position, attempt]
+        row = self._read(lambda cur: cur.execute(output_select("%s"), key).fetchone())
+        codec, output = output_of(row, run_id, epoch, position, attempt)
+        return codec, bytes(output)
 
     def list_runs(
         self, *, status: str | None = None, workflow: str | None = None, limit: int = 100

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from letitloop.journal._approvals import approval_fields
 from letitloop.journal._checkpoints import matches
 from letitloop.journal._contract import (
     ApprovalInfo,
@@ -26,6 +27,7 @@ from letitloop.journal._contract import (
 )
 from letitloop.journal._preview import preview
 from letitloop.journal._state import _WIRE_FIELDS, ACTIVE_KINDS, RunEntry
+from letitloop.journal._store_queries import CHECKPOINTS_SELECT, checkpoint_where
 from letitloop.journal.postgres._schema import SEQ_SHIFT
 
 # the run's lease is held by a live process: fresh heartbeat, and the advisory lock of
@@ -115,7 +117,7 @@ def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry,
         step["res_by"], step["wire"] = s[11], wire
         ask = asks.get((s[0], s[1]))
         if ask is not None:
-            step.update(_approval_fields(run_id, epoch, s[0], (*ask, s[1])))
+            step.update(approval_fields(run_id, epoch, s[0], (*ask, s[1])))
         entry.steps[s[0]] = step
     for step in entry.steps.values():
         if step["status"] == "started" and not step["res"]:
@@ -123,35 +125,6 @@ def load_entry(cur: Any, run_id: str, ttl: float, lock: bool) -> tuple[RunEntry,
     entry.keys = set(keys[0] or ()) if keys else set()
     entry.board = {b[0]: b[1] for b in board}
     return entry, {"holder": holder, "token": token, "rev": rev, "alive": bool(alive)}
-
-
-def _approval_fields(
-    run_id: str, epoch: int, pos: int, row: tuple[Any, ...] | None
-) -> dict[str, Any]:
-    """An approval step's request and decision, as the live state keeps them."""
-    if row is None:
-        return {}
-    aid, payload, schema, deadline, on_timeout, status, by, at, comment, edited, timed_out, att = (
-        row
-    )
-    ask = {"id": aid, "payload": payload, "schema": schema, "deadline": deadline}
-    out: dict[str, Any] = {"ask": ask | {"on_timeout": on_timeout}}
-    if status in ("approved", "rejected"):
-        out["ans"] = {
-            "k": "answer",
-            "run": run_id,
-            "epoch": epoch,
-            "pos": pos,
-            "att": att,
-            "id": aid,
-            "ok": status == "approved",
-            "by": by,
-            "comment": comment,
-            "payload": edited,
-            "timeout": bool(timed_out),
-            "ts": at,
-        }
-    return out
 
 
 # How long a run executed (``RunInfo.active_seconds``), as the live state counts it: each try
@@ -367,23 +340,12 @@ def _checkpoints_with_writes(
 
 def checkpoints(cur: Any, req: dict[str, Any]) -> list[CheckpointRow]:
     """Checkpoints newest first, each with its pending writes."""
-    where, params = ["TRUE"], []
-    for col, key in (("thread_id", "thread"), ("ns", "ns"), ("checkpoint_id", "cid")):
-        if req.get(key) is not None:
-            where.append(f"{col} = %s")
-            params.append(req[key])
-    if req.get("before") is not None:
-        where.append("checkpoint_id < %s")
-        params.append(req["before"])
+    where, params = checkpoint_where(req, "%s")
     flt: dict[str, Any] = req.get("filter") or {}
     limit = req.get("limit")
     if not flt:  # one round trip: each checkpoint with its writes (the latest: an index probe)
         return _checkpoints_with_writes(cur, where, params, limit)
-    sql = (
-        "SELECT thread_id, ns, checkpoint_id, parent_id, ctype, checkpoint, mtype, metadata, "
-        f"created, meta FROM lg_checkpoints WHERE {' AND '.join(where)} "
-        "ORDER BY checkpoint_id DESC, thread_id, ns"
-    )
+    sql = CHECKPOINTS_SELECT.format(where=" AND ".join(where))
     rows: list[list[Any]] = []
     for r in cur.execute(sql, params).fetchall():
         if flt and not matches(r[9] or {}, flt):

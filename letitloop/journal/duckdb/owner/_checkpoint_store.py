@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from letitloop.journal._checkpoints import matches, run_id_of, status_of, step_name
+from letitloop.journal._store_queries import CHECKPOINTS_SELECT, checkpoint_where
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS lg_checkpoints(
@@ -328,21 +329,10 @@ class CheckpointStore:
     def query(self, req: dict[str, Any]) -> list[list[Any]]:
         """Checkpoints newest first, each with its pending writes, as wire rows (see
         ``_checkpoints.row``)."""
-        where, params = ["TRUE"], []
-        for col, key in (("thread_id", "thread"), ("ns", "ns"), ("checkpoint_id", "cid")):
-            if req.get(key) is not None:
-                where.append(f"{col} = ?")
-                params.append(req[key])
-        if req.get("before") is not None:
-            where.append("checkpoint_id < ?")
-            params.append(req["before"])
+        where, params = checkpoint_where(req, "?")
         flt: dict[str, Any] = req.get("filter") or {}
         limit = req.get("limit")
-        sql = (
-            "SELECT thread_id, ns, checkpoint_id, parent_id, ctype, checkpoint, mtype, metadata, "
-            f"created, meta FROM lg_checkpoints WHERE {' AND '.join(where)} "
-            "ORDER BY checkpoint_id DESC, thread_id, ns"
-        )
+        sql = CHECKPOINTS_SELECT.format(where=" AND ".join(where))
         if limit is not None and not flt:
             sql += f" LIMIT {int(limit)}"
         rows: list[list[Any]] = []

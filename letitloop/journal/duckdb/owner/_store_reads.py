@@ -14,8 +14,9 @@ import duckdb
 
 from letitloop.errors import JournalError
 from letitloop.journal import _rows
-from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS
+from letitloop.journal._approvals import COLUMNS as APPROVAL_COLS, approval_fields
 from letitloop.journal._preview import preview
+from letitloop.journal._store_queries import output_of, output_select
 from letitloop.journal.duckdb.owner._checkpoint_store import CheckpointStore
 
 
@@ -104,7 +105,7 @@ class StoreReads:
                     "res": s[11],
                     "res_by": s[12],
                 }
-                | _approval_fields(run_id, epoch, s[0], asks.get((s[0], s[1])))
+                | approval_fields(run_id, epoch, s[0], asks.get((s[0], s[1])))
                 for s in steps
             ],
         }
@@ -128,18 +129,8 @@ class StoreReads:
         return [list(r) for r in rows]
 
     def output(self, run_id: str, epoch: int, position: int, attempt: int) -> list[Any]:
-        row = self.db.execute(
-            "SELECT codec, output FROM steps WHERE run_id = ? AND epoch = ? AND position = ? "
-            "AND attempt = ?",
-            [run_id, epoch, position, attempt],
-        ).fetchone()
-        if row is None or row[0] is None:
-            raise JournalError(
-                f"no output for run {run_id} epoch {epoch} position {position} attempt {attempt}",
-                run_id=run_id,
-                position=position,
-            )
-        return [row[0], row[1]]
+        row = self.db.execute(output_select("?"), [run_id, epoch, position, attempt]).fetchone()
+        return list(output_of(row, run_id, epoch, position, attempt))
 
     def list_runs(
         self,
@@ -300,39 +291,3 @@ class StoreReads:
         ).fetchone()
         assert row is not None
         return {"runs": row[0], "attempts": row[1], "events": row[2], "output_bytes": row[3]}
-
-
-def _approval_fields(
-    run_id: str, epoch: int, pos: int, row: tuple[Any, ...] | None
-) -> dict[str, Any]:
-    """An approval step's request and decision, as the live state keeps them (see _approvals)."""
-    if row is None:
-        return {}
-    aid, payload, schema, deadline, on_timeout, status, by, at, comment, edited, timed_out, att = (
-        row
-    )
-    out: dict[str, Any] = {
-        "ask": {
-            "id": aid,
-            "payload": payload,
-            "schema": schema,
-            "deadline": deadline,
-            "on_timeout": on_timeout,
-        }
-    }
-    if status in ("approved", "rejected"):
-        out["ans"] = {
-            "k": "answer",
-            "run": run_id,
-            "epoch": epoch,
-            "pos": pos,
-            "att": att,
-            "id": aid,
-            "ok": status == "approved",
-            "by": by,
-            "comment": comment,
-            "payload": edited,
-            "timeout": bool(timed_out),
-            "ts": at,
-        }
-    return out
