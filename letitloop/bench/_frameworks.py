@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -200,17 +200,10 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "a tool that waits for the decision (journaled)",
     ),
 )
-PLANTED = Framework(
-    "letitloop-lossy",
-    "letitloop, planted bug: acks before writing",
-    "lil_worker.py",
-    "",
-    "duckdb",
-    ("letitloop",),
-    _LIL,
-    "call the workflow again (same run id)",
-    "atomic_marker",
-    "approval(wait=False)",
+PLANTED = replace(  # letitloop on DuckDB but for the bug it carries
+    FRAMEWORKS[0],
+    id="letitloop-lossy",
+    title="letitloop, planted bug: acks before writing",
     planted="lossy-journal",
 )
 BY_ID = {f.id: f for f in (*FRAMEWORKS, PLANTED)}

@@ -48,6 +48,13 @@ def reply_for(scenario: str, key: str, prompt: str, words: int) -> tuple[str, st
     return f"{' '.join(body)} tok-{token}", token
 
 
+def _request(kind: str, lane: str, seq: int, pid: int, more: dict[str, Any]) -> dict[str, Any]:
+    """A worker's request as the run's log keeps it: what, where in the plan, which process,
+    when it came (and, once answered, when it went: ``t_resp``)."""
+    head = {"kind": kind, "key": f"{lane}/{seq}", "lane": lane, "seq": seq, "pid": pid}
+    return head | {"t_recv": time.monotonic(), "t_resp": None} | more
+
+
 @dataclass
 class Arm:
     """Where the harness wants the current process stopped: ``what`` is ``effect`` or ``call``,
@@ -203,20 +210,8 @@ class CounterServer:
         prompt = str(body.get("prompt", ""))
         key = f"{lane}/{seq}"
         text, token = reply_for(log.scenario, key, prompt, log.reply_words)
-        event = self._log(
-            log,
-            {
-                "kind": "call",
-                "key": key,
-                "lane": lane,
-                "seq": seq,
-                "pid": pid,
-                "t_recv": time.monotonic(),
-                "t_resp": None,
-                "in": len(prompt.split()),
-                "out": log.reply_words + 1,
-            },
-        )
+        sizes = {"in": len(prompt.split()), "out": log.reply_words + 1}
+        event = self._log(log, _request("call", lane, seq, pid, sizes))
         arm = self._armed(log, "call", pid)
         time.sleep(log.latency_ms / 1000)
         reply: dict[str, Any] = {"text": text, "token": token}
@@ -239,20 +234,8 @@ class CounterServer:
         lane, seq = str(body["lane"])[:100], int(body["seq"])
         memo = str(body.get("memo", ""))[:200]
         detail = {k: body.get(k) for k in ("kind", "to", "amount")}
-        event = self._log(
-            log,
-            {
-                "kind": "effect",
-                "key": f"{lane}/{seq}",
-                "lane": lane,
-                "seq": seq,
-                "pid": pid,
-                "t_recv": time.monotonic(),
-                "t_resp": None,
-                "memo": memo,
-                "detail": json.dumps(detail, sort_keys=True),
-            },
-        )
+        more = {"memo": memo, "detail": json.dumps(detail, sort_keys=True)}
+        event = self._log(log, _request("effect", lane, seq, pid, more))
         receipt = "rcpt-" + hashlib.sha256(f"{event['key']}|{memo}".encode()).hexdigest()[:8]
         arm = self._armed(log, "effect", pid)
         if arm is not None:  # the effect happened; the worker dies before it hears so
@@ -265,18 +248,7 @@ class CounterServer:
 
     def _ask(self, log: RunLog, body: dict[str, Any], pid: int) -> dict[str, Any]:
         lane, seq = str(body["lane"])[:100], int(body["seq"])
-        event = self._log(
-            log,
-            {
-                "kind": "ask",
-                "key": f"{lane}/{seq}",
-                "lane": lane,
-                "seq": seq,
-                "pid": pid,
-                "t_recv": time.monotonic(),
-                "t_resp": None,
-            },
-        )
+        event = self._log(log, _request("ask", lane, seq, pid, {}))
         with log.cond:
             qid = len(log.questions)
             question = {"qid": qid, "key": event["key"], "decided_at": None}

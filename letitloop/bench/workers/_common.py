@@ -55,6 +55,8 @@ class Bench:
         self.scenario: dict[str, Any] = spec["scenario"]
         self.plan: list[dict[str, Any]] = self.scenario["plan"]
         self.planted = str(spec.get("planted") or "")
+        self.durable = str(spec.get("framework", "")).endswith("-lil")  # the framework + letitloop
+        self.ops = {f"{op['lane']}/{op['seq']}": op for op in self.plan}
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps({**body, "run": self.run, "pid": os.getpid()}).encode()
@@ -94,6 +96,30 @@ class Bench:
 
     def answer(self, text: str) -> None:
         self.post("/answer", {"answer": text})
+
+    def fenced(self, name: str, body: Any) -> Any:
+        """Run a side effect; under letitloop inside ``atomic_marker`` (never silently twice)."""
+        if not self.durable:
+            return body()
+        from letitloop import atomic_marker
+
+        with atomic_marker(name) as first:
+            if first:
+                return body()
+        return "done before"
+
+    def act(self, where: str, memo: str) -> str:
+        """The agents' ``act`` tool: the side effect the plan names at ``where``, fenced."""
+        op = self.ops[where]
+        return str(self.fenced(f"{op['kind']}-{op['to']}", lambda: self.effect(op, memo)))
+
+    def ask_person(self, where: str) -> str:
+        """The agents' ``ask_person`` tool: ask, wait for the decision, say it in a word."""
+        return "approved" if self.wait_decision(self.ask(self.ops[where])) else "rejected"
+
+    def analyze(self, item: int, prev: str) -> str:
+        """The agents' ``analyze`` tool: one item of a fan-out (asks the model)."""
+        return str(self.model(f"item-{item}", 0, item_prompt(int(item), prev))["text"])
 
     def stopped(self, exc: BaseException) -> None:
         """The framework stopped the run for a person: its error, message and fix."""
@@ -140,6 +166,20 @@ def agent_actions(plan: list[dict[str, Any]], lane: str, parallel: bool) -> list
         else:
             actions.append({"tool": "note"})
     return actions
+
+
+def tool_calls(action: dict[str, Any], token: str) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls (name, arguments) an agent's model makes for one of ``agent_actions``
+    (not the final one), given the token of the model's reply."""
+    tool, op = action["tool"], action.get("op") or {}
+    where = f"{op.get('lane')}/{op.get('seq')}"
+    if tool == "note":
+        return [("note", {"text": f"tok-{token}"})]
+    if tool == "effect":
+        return [("act", {"where": where, "memo": token})]
+    if tool == "ask":
+        return [("ask_person", {"where": where})]
+    return [("analyze", {"item": i, "prev": token}) for i in action["items"]]
 
 
 def lanes(plan: list[dict[str, Any]]) -> list[str]:

@@ -29,8 +29,6 @@ from letitloop.bench.workers import _common as c
 
 spec = c.load_spec()
 bench = c.Bench(spec)
-DURABLE = spec["framework"].endswith("-lil")
-OPS = {f"{op['lane']}/{op['seq']}": op for op in bench.plan}
 INFO: Any = {
     "vision": False,
     "function_calling": True,
@@ -40,17 +38,6 @@ INFO: Any = {
 }
 
 
-def fenced(name: str, body: Any) -> Any:
-    if not DURABLE:
-        return body()
-    from letitloop import atomic_marker
-
-    with atomic_marker(name) as first:
-        if first:
-            return body()
-    return "done before"
-
-
 def note(text: str) -> str:
     """Write a note to yourself (no side effect)."""
     return f"noted {text}"
@@ -58,18 +45,17 @@ def note(text: str) -> str:
 
 def act(where: str, memo: str) -> str:
     """Pay or e-mail someone, as the plan at `where` says (a side effect)."""
-    op = OPS[where]
-    return str(fenced(f"{op['kind']}-{op['to']}", lambda: bench.effect(op, memo)))
+    return bench.act(where, memo)
 
 
 def ask_person(where: str) -> str:
     """Ask a person to approve, and wait for the answer."""
-    return "approved" if bench.wait_decision(bench.ask(OPS[where])) else "rejected"
+    return bench.ask_person(where)
 
 
 def analyze(item: int, prev: str) -> str:
     """Analyze one item (asks the model)."""
-    return str(bench.model(f"item-{item}", 0, c.item_prompt(int(item), prev))["text"])
+    return bench.analyze(item, prev)
 
 
 class ServerClient(ReplayChatCompletionClient):
@@ -92,16 +78,7 @@ class ServerClient(ReplayChatCompletionClient):
         action = self.actions[min(turn, len(self.actions) - 1)]
         if action.get("final"):
             return CreateResult(finish_reason="stop", content=text, usage=usage, cached=False)
-        if action["tool"] == "note":
-            calls = [("note", {"text": f"tok-{token}"})]
-        elif action["tool"] == "effect":
-            op = action["op"]
-            calls = [("act", {"where": f"{op['lane']}/{op['seq']}", "memo": token})]
-        elif action["tool"] == "ask":
-            op = action["op"]
-            calls = [("ask_person", {"where": f"{op['lane']}/{op['seq']}"})]
-        else:
-            calls = [("analyze", {"item": i, "prev": token}) for i in action["items"]]
+        calls = c.tool_calls(action, token)
         content = [
             FunctionCall(id=f"c{turn}_{n}", name=name, arguments=json.dumps(args))
             for n, (name, args) in enumerate(calls)
@@ -128,7 +105,7 @@ def team() -> Any:
 
 async def run() -> str:
     task = f"[{c.lanes(bench.plan)[0]}] begin the task"
-    if DURABLE:
+    if bench.durable:
         from letitloop.adapters.autogen import durable_team
 
         durable = durable_team(team(), run_id=bench.run, journal=spec["store"]["journal"])
@@ -142,7 +119,7 @@ def main() -> None:
     try:
         answer = asyncio.run(run())
     except Exception as exc:
-        if DURABLE and getattr(exc, "fix", None):
+        if bench.durable and getattr(exc, "fix", None):
             c.report_errors(bench, exc)
             os._exit(3)
         raise

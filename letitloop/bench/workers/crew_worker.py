@@ -24,19 +24,6 @@ from letitloop.bench.workers import _common as c
 
 spec = c.load_spec()
 bench = c.Bench(spec)
-DURABLE = spec["framework"].endswith("-lil")
-OPS = {f"{op['lane']}/{op['seq']}": op for op in bench.plan}
-
-
-def fenced(name: str, body: Any) -> Any:
-    if not DURABLE:
-        return body()
-    from letitloop import atomic_marker
-
-    with atomic_marker(name) as first:
-        if first:
-            return body()
-    return "done before"
 
 
 @tool("note")
@@ -48,20 +35,19 @@ def note(text: str) -> str:
 @tool("act")
 def act(where: str, memo: str) -> str:
     """Pay or e-mail someone, as the plan at `where` says (a side effect)."""
-    op = OPS[where]
-    return str(fenced(f"{op['kind']}-{op['to']}", lambda: bench.effect(op, memo)))
+    return bench.act(where, memo)
 
 
 @tool("ask_person")
 def ask_person(where: str) -> str:
     """Ask a person to approve, and wait for the answer."""
-    return "approved" if bench.wait_decision(bench.ask(OPS[where])) else "rejected"
+    return bench.ask_person(where)
 
 
 @tool("analyze")
 def analyze(item: int, prev: str) -> str:
     """Analyze one item (asks the model)."""
-    return str(bench.model(f"item-{item}", 0, c.item_prompt(int(item), prev))["text"])
+    return bench.analyze(item, prev)
 
 
 class ServerLLM(BaseLLM):
@@ -129,7 +115,7 @@ def crew() -> Crew:
 
 
 def main() -> None:
-    if DURABLE:
+    if bench.durable:
         from letitloop import LetItLoopError
         from letitloop.adapters.crewai import durable_crew
 

@@ -29,20 +29,6 @@ from letitloop.bench.workers import _common as c
 
 spec = c.load_spec()
 bench = c.Bench(spec)
-DURABLE = spec["framework"].endswith("-lil")
-OPS = {f"{op['lane']}/{op['seq']}": op for op in bench.plan}
-
-
-def fenced(name: str, body: Any) -> Any:
-    """Run a side effect; under letitloop inside ``atomic_marker`` (never silently twice)."""
-    if not DURABLE:
-        return body()
-    from letitloop import atomic_marker
-
-    with atomic_marker(name) as first:
-        if first:
-            return body()
-    return "done before"
 
 
 class Note(Tool):
@@ -65,8 +51,7 @@ class Act(Tool):
     output_type = "string"
 
     def forward(self, where: str, memo: str) -> str:
-        op = OPS[where]
-        return str(fenced(f"{op['kind']}-{op['to']}", lambda: bench.effect(op, memo)))
+        return bench.act(where, memo)
 
 
 class Ask(Tool):
@@ -76,8 +61,7 @@ class Ask(Tool):
     output_type = "string"
 
     def forward(self, where: str) -> str:
-        approved = bench.wait_decision(bench.ask(OPS[where]))
-        return "approved" if approved else "rejected"
+        return bench.ask_person(where)
 
 
 class Analyze(Tool):
@@ -90,7 +74,7 @@ class Analyze(Tool):
     output_type = "string"
 
     def forward(self, item: int, prev: str) -> str:
-        return str(bench.model(f"item-{item}", 0, c.item_prompt(int(item), prev))["text"])
+        return bench.analyze(item, prev)
 
 
 def text_of(message: Any) -> str:
@@ -116,16 +100,8 @@ class ServerModel(Model):
         action = self.actions[min(turn, len(self.actions) - 1)]
         if action.get("final"):
             calls = [("final_answer", {"answer": text})]
-        elif action["tool"] == "note":
-            calls = [("note", {"text": f"tok-{token}"})]
-        elif action["tool"] == "effect":
-            op = action["op"]
-            calls = [("act", {"where": f"{op['lane']}/{op['seq']}", "memo": token})]
-        elif action["tool"] == "ask":
-            op = action["op"]
-            calls = [("ask_person", {"where": f"{op['lane']}/{op['seq']}"})]
         else:
-            calls = [("analyze", {"item": i, "prev": token}) for i in action["items"]]
+            calls = c.tool_calls(action, token)
         usage = out["usage"]
         return ChatMessage(
             role=MessageRole.ASSISTANT,
@@ -147,7 +123,7 @@ def agent(lane: str) -> Any:
     built = ToolCallingAgent(
         tools=tools, model=ServerModel(lane), verbosity_level=0, max_steps=60, max_tool_threads=16
     )
-    if not DURABLE:
+    if not bench.durable:
         return built
     from letitloop.adapters.smolagents import durable_agent
 
@@ -164,7 +140,7 @@ def pipeline() -> str:
 
 
 def main() -> None:
-    if DURABLE:
+    if bench.durable:
         from letitloop import LetItLoopError, durable
 
         run = durable(journal=spec["store"]["journal"], run_id=bench.run, name="bench.smol")(
