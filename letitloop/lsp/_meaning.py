@@ -120,17 +120,6 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return found
 
 
-def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(aliases.get(node.id, node.id))
-    return ".".join(reversed(parts))
-
-
 def _find_def(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     parts = qualname.replace(".<locals>", "").split(".")
     scope: list[ast.stmt] = tree.body
@@ -152,7 +141,7 @@ def _find_def(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFun
 
 
 def _durable_work(call: ast.Call, aliases: dict[str, str]) -> bool:
-    full = _dotted(call.func, aliases) or ""
+    full = _rules.dotted(call.func, aliases) or ""
     last = full.rsplit(".", 1)[-1]
     if last in _rules.STEP_KINDS and (full == last or full.startswith("letitloop.")):
         return True
@@ -184,6 +173,6 @@ def does_durable_work(source: str, qualname: str) -> bool:
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _durable_work(node, aliases):
             return True
-        if isinstance(node, ast.Subscript) and _dotted(node.value, aliases) == "os.environ":
+        if isinstance(node, ast.Subscript) and _rules.dotted(node.value, aliases) == "os.environ":
             return True
     return False

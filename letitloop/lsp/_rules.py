@@ -84,6 +84,19 @@ CODES = {
 }
 
 
+def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The dotted name an expression spells (``np.random.rand``), its first name read through
+    the module's import ``aliases``; None for anything but names and attributes."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(aliases.get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
 class Finding(NamedTuple):
     """One diagnostic: a code from ``CODES``, the message, where, and the quick fix to offer."""
 
@@ -230,14 +243,7 @@ class RuleVisitor(ast.NodeVisitor):
         return Span(line, col, end_line, end)
 
     def dotted(self, node: ast.AST) -> str | None:
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        parts.append(self.aliases.get(node.id, node.id))
-        return ".".join(reversed(parts))
+        return dotted(node, self.aliases)
 
     def letitloop_name(self, node: ast.AST) -> str | None:
         """``step``/``durable``/... if ``node`` names that letitloop function, else None."""

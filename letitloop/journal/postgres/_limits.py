@@ -32,6 +32,8 @@ from letitloop.journal._limits import Bucket, check_name, check_rate, check_seco
 from letitloop.journal._outbox import Outbox, list_notices, load_config, retry_sql
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from letitloop.journal.postgres._journal import PgJournal
 
 RETRY_LOCK = 3.0  # seconds between tries of a client that does not deliver
@@ -112,24 +114,18 @@ def take(journal: PgJournal, name: str, rpm: int | None, tpm: int | None, tokens
 def adjust(journal: PgJournal, name: str, tokens: int) -> None:
     check_name(name)
     check_tokens(tokens, signed=True)
-
-    def run(conn: Any) -> None:
-        with conn.transaction():
-            cur = conn.cursor()
-            row = cur.execute("SELECT 1 FROM lil_buckets WHERE name = %s", [name]).fetchone()
-            if row is None:
-                return
-            bucket, now = _bucket(cur, name, None, None)
-            bucket.refill(now, bucket.rpm, bucket.tpm)
-            bucket.adjust(tokens)
-            _save(cur, name, bucket)
-
-    journal._run(run)
+    _change(journal, name, lambda bucket, now: bucket.adjust(tokens))
 
 
 def block(journal: PgJournal, name: str, seconds: float) -> None:
     check_name(name)
     seconds = check_seconds(seconds)
+    _change(journal, name, lambda bucket, now: bucket.block(now, seconds))
+
+
+def _change(journal: PgJournal, name: str, change: Callable[[Bucket, float], None]) -> None:
+    """Refill an existing bucket to the server's now, apply ``change`` and save it, in one
+    transaction holding its row; a bucket nobody took from yet is left alone."""
 
     def run(conn: Any) -> None:
         with conn.transaction():
@@ -139,7 +135,7 @@ def block(journal: PgJournal, name: str, seconds: float) -> None:
                 return
             bucket, now = _bucket(cur, name, None, None)
             bucket.refill(now, bucket.rpm, bucket.tpm)
-            bucket.block(now, seconds)
+            change(bucket, now)
             _save(cur, name, bucket)
 
     journal._run(run)
