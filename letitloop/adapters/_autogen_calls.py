@@ -22,7 +22,7 @@ import contextvars
 import dataclasses
 import inspect
 import json
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -123,30 +123,41 @@ class JournaledClient:
         ):
             self._inner._current_index += 1
 
-    async def create(self, *args: Any, **kwargs: Any) -> CreateResult:
-        run = RUN.get()
-        if run is None:
-            return await self._inner.create(*args, **kwargs)
-        run.check()
+    async def _step(
+        self, run: TeamRun, call: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """The model call as a step of the run: made once; on replay its journaled reply, and a
+        replay client's script moves on as if it had answered. A failure is kept for the run."""
         from letitloop.kernel import async_step
 
         ran = False
 
-        async def call() -> dict[str, Any]:
+        async def once() -> dict[str, Any]:
             nonlocal ran
             ran = True
-            result = await self._inner.create(*args, **kwargs)
-            self._cost(result)
-            return _dumped(result)
+            return await call()
 
         try:
-            data = await async_step(f"model:{self._agent}", call)
+            data: dict[str, Any] = await async_step(f"model:{self._agent}", once)
         except Exception as exc:
             run.keep(exc)
             raise
         if not ran:
             self._replayed()
-        return CreateResult.model_validate(data)
+        return data
+
+    async def create(self, *args: Any, **kwargs: Any) -> CreateResult:
+        run = RUN.get()
+        if run is None:
+            return await self._inner.create(*args, **kwargs)
+        run.check()
+
+        async def call() -> dict[str, Any]:
+            result = await self._inner.create(*args, **kwargs)
+            self._cost(result)
+            return _dumped(result)
+
+        return CreateResult.model_validate(await self._step(run, call))
 
     async def create_stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
         """Streamed calls are journaled whole: the chunks reach the agent once the call ends
@@ -157,13 +168,8 @@ class JournaledClient:
                 yield item
             return
         run.check()
-        from letitloop.kernel import async_step
-
-        ran = False
 
         async def call() -> dict[str, Any]:
-            nonlocal ran
-            ran = True
             chunks: list[str] = []
             final: CreateResult | None = None
             async for item in self._inner.create_stream(*args, **kwargs):
@@ -176,13 +182,7 @@ class JournaledClient:
             self._cost(final)
             return {"chunks": chunks, "result": _dumped(final)}
 
-        try:
-            data = await async_step(f"model:{self._agent}", call)
-        except Exception as exc:
-            run.keep(exc)
-            raise
-        if not ran:
-            self._replayed()
+        data = await self._step(run, call)
         for chunk in data["chunks"]:
             yield chunk
         yield CreateResult.model_validate(data["result"])

@@ -24,7 +24,7 @@ from letitloop import operate as ops
 from letitloop.journal import ApprovalInfo, who
 from letitloop.tui._model import MAX_SHOWN
 from letitloop.tui._plain import PlainStatic
-from letitloop.tui._widgets import JournalScreen, PayloadScreen, PromptScreen, RowTable
+from letitloop.tui._widgets import PayloadScreen, PromptScreen, RowTable, TableScreen
 
 # (key, label, width): the run id takes what the others leave of the table's width, cut in
 # the middle (workflow name and the key's last characters stay readable).
@@ -85,8 +85,10 @@ def check_payload(text: str, schema: dict[str, Any] | None) -> Any:
     return value
 
 
-class ApprovalsScreen(JournalScreen):
+class ApprovalsScreen(TableScreen):
     """Every pending approval, oldest first."""
+
+    table_id, screen_title = "approvals", "approvals"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "decide(True)", "Approve"),
@@ -112,34 +114,29 @@ class ApprovalsScreen(JournalScreen):
                 yield PlainStatic("", id="payload")
         yield Footer()
 
-    def on_mount(self) -> None:
-        self.sub_title = "approvals"
-        self.query_one("#approvals", DataTable).focus()
-        super().on_mount()
-
     def fetch(self) -> list[ApprovalInfo]:
         return self.model.approvals()
 
     def show(self, data: list[ApprovalInfo]) -> None:
         self.rows = data
         table = self.query_one("#approvals", DataTable)
-        cursor = table.cursor_row
-        table.clear()
         width = run_width(table.size.width or self.app.size.width // 2)
         table.columns[ColumnKey("run")].width = width
         self._width = table.size.width
         clock = self.model.clock
-        for r in data:
-            table.add_row(
-                fit(r.name, 14),
-                fit_run(r.run_id, width),
-                clock.time(r.created),
-                clock.time(r.deadline) if r.deadline else "none",
-                "yes" if r.schema is not None else "no",
-                key=r.id,
+        self.refill(
+            (
+                (
+                    fit(r.name, 14),
+                    fit_run(r.run_id, width),
+                    clock.time(r.created),
+                    clock.time(r.deadline) if r.deadline else "none",
+                    "yes" if r.schema is not None else "no",
+                ),
+                r.id,
             )
-        if 0 <= cursor < table.row_count:
-            table.move_cursor(row=cursor, animate=False)
+            for r in data
+        )
         self.show_payload()
 
     def on_resize(self) -> None:
@@ -147,10 +144,7 @@ class ApprovalsScreen(JournalScreen):
             self.show(self.rows)
 
     def selected(self) -> ApprovalInfo | None:
-        table = self.query_one("#approvals", DataTable)
-        if not self.rows or not 0 <= table.cursor_row < len(self.rows):
-            return None
-        return self.rows[table.cursor_row]
+        return self.under_cursor(self.rows)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.show_payload()

@@ -20,7 +20,7 @@ from letitloop.journal import who
 from letitloop.operate import Doubt
 from letitloop.tui._model import JournalChanged
 from letitloop.tui._plain import PlainStatic
-from letitloop.tui._widgets import ConfirmScreen, JournalScreen, RowTable
+from letitloop.tui._widgets import ConfirmScreen, RowTable, TableScreen
 
 EFFECT_COLUMNS = (
     ("run", "run id"),
@@ -52,8 +52,10 @@ def resolve_question(row: Doubt, resolution: str) -> str:
     )
 
 
-class EffectsScreen(JournalScreen):
+class EffectsScreen(TableScreen):
     """Side effects in doubt across all runs."""
+
+    table_id, screen_title = "effects", "effects in doubt"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "resolve('done')", "Done (it happened)"),
@@ -74,32 +76,27 @@ class EffectsScreen(JournalScreen):
         yield table
         yield Footer()
 
-    def on_mount(self) -> None:
-        self.sub_title = "effects in doubt"
-        self.query_one("#effects", DataTable).focus()
-        super().on_mount()
-
     def fetch(self) -> list[Doubt]:
         return self.model.effects()
 
     def show(self, data: list[Doubt]) -> None:
         self.rows = data
-        table = self.query_one("#effects", DataTable)
-        cursor = table.cursor_row
-        table.clear()
-        for r in data:
-            table.add_row(
-                r.run_id,
-                r.run_status,
-                str(r.position),
-                r.marker,
-                str(r.attempt),
-                self.model.clock.time(r.started),
-                Text(r.why, "yellow"),
-                key=f"{r.run_id}#{r.position}",
+        clock = self.model.clock
+        self.refill(
+            (
+                (
+                    r.run_id,
+                    r.run_status,
+                    str(r.position),
+                    r.marker,
+                    str(r.attempt),
+                    clock.time(r.started),
+                    Text(r.why, "yellow"),
+                ),
+                f"{r.run_id}#{r.position}",
             )
-        if 0 <= cursor < table.row_count:
-            table.move_cursor(row=cursor, animate=False)
+            for r in data
+        )
         help_text = (
             "No side effect is in doubt."
             if not data
@@ -121,10 +118,7 @@ class EffectsScreen(JournalScreen):
             self.reload()
 
     def selected(self) -> Doubt | None:
-        table = self.query_one("#effects", DataTable)
-        if not self.rows or not 0 <= table.cursor_row < len(self.rows):
-            return None
-        return self.rows[table.cursor_row]
+        return self.under_cursor(self.rows)
 
     def action_resolve(self, resolution: str) -> None:
         row = self.selected()

@@ -21,7 +21,13 @@ from letitloop import operate as ops
 from letitloop.journal import Proposal, who
 from letitloop.tui._model import JournalChanged
 from letitloop.tui._plain import PlainStatic
-from letitloop.tui._widgets import ConfirmScreen, JournalScreen, PromptScreen, RowTable, status_text
+from letitloop.tui._widgets import (
+    ConfirmScreen,
+    PromptScreen,
+    RowTable,
+    TableScreen,
+    status_text,
+)
 
 SPLICE_COLUMNS = (
     ("id", "id"),
@@ -53,8 +59,10 @@ def shown_path(path: str) -> str:
         return path
 
 
-class SplicesScreen(JournalScreen):
+class SplicesScreen(TableScreen):
     """Pending splice proposals (and those found in conflict)."""
+
+    table_id, screen_title = "splices", "splice proposals"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply"),
@@ -76,41 +84,33 @@ class SplicesScreen(JournalScreen):
                 yield PlainStatic("", id="diff")
         yield Footer()
 
-    def on_mount(self) -> None:
-        self.sub_title = "splice proposals"
-        self.query_one("#splices", DataTable).focus()
-        super().on_mount()
-
     def fetch(self) -> list[Proposal]:
         return self.model.proposals()
 
     def show(self, data: list[Proposal]) -> None:
         self.proposals = data
-        table = self.query_one("#splices", DataTable)
-        cursor = table.cursor_row
-        table.clear()
-        for p in data:
-            table.add_row(
+        clock = self.model.clock
+        self.refill(
+            (
+                (
+                    p.id,
+                    status_text(p.state),
+                    p.target,
+                    shown_path(p.path),
+                    p.by.split("@", 1)[0],
+                    clock.time(p.created),
+                ),
                 p.id,
-                status_text(p.state),
-                p.target,
-                shown_path(p.path),
-                p.by.split("@", 1)[0],
-                self.model.clock.time(p.created),
-                key=p.id,
             )
-        if 0 <= cursor < table.row_count:
-            table.move_cursor(row=cursor, animate=False)
+            for p in data
+        )
         self.show_diff()
 
     def wants(self, message: JournalChanged) -> bool:
         return any(e.kind in ("propose", "decide") for e in message.events) or not message.run_ids
 
     def selected(self) -> Proposal | None:
-        table = self.query_one("#splices", DataTable)
-        if not self.proposals or not 0 <= table.cursor_row < len(self.proposals):
-            return None
-        return self.proposals[table.cursor_row]
+        return self.under_cursor(self.proposals)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.show_diff()

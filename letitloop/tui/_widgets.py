@@ -10,8 +10,8 @@ payload.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import work
@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Input, TextArea
+from textual.widgets import Button, DataTable, Input, TextArea
 
 from letitloop.tui._model import STATUS_STYLE, JournalChanged, Model
 from letitloop.tui._plain import PlainLabel, PlainStatic, PlainTable, cell
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from letitloop.tui._app import LilApp
 
 RELOAD_DELAY = 0.1
+T = TypeVar("T")
 _FAILED = object()
 
 
@@ -166,6 +167,38 @@ class JournalScreen(Screen[None]):
             if after is not None:
                 self.lil.ui(after, done)
         self.lil.ui(self.reload)
+
+
+class TableScreen(JournalScreen):
+    """A journal screen around one table of rows (approvals, effects in doubt, splice
+    proposals): it opens with the table focused, a reload keeps the cursor on the same row
+    number, and the row under the cursor is the one an action acts on."""
+
+    table_id = ""  # the table's widget id
+    screen_title = ""  # the header's subtitle
+
+    def on_mount(self) -> None:
+        self.sub_title = self.screen_title
+        self.query_one(f"#{self.table_id}", DataTable).focus()
+        super().on_mount()
+
+    def refill(self, rows: Iterable[tuple[Sequence[Any], str]]) -> None:
+        """Show ``rows`` (cells, key) in place of the table's rows, the cursor where it was
+        while there is still a row there."""
+        table = self.query_one(f"#{self.table_id}", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for cells, key in rows:
+            table.add_row(*cells, key=key)
+        if 0 <= cursor < table.row_count:
+            table.move_cursor(row=cursor, animate=False)
+
+    def under_cursor(self, rows: Sequence[T]) -> T | None:
+        """The item of ``rows`` (the data the table shows, in order) under the cursor."""
+        table = self.query_one(f"#{self.table_id}", DataTable)
+        if not rows or not 0 <= table.cursor_row < len(rows):
+            return None
+        return rows[table.cursor_row]
 
 
 class RowTable(PlainTable):
