@@ -42,6 +42,18 @@ class Framework:
 
 _LIL = ("letitloop", "duckdb", "msgpack")
 _LG = ("langgraph", "langgraph-checkpoint")
+_DBOS = Framework(
+    "dbos",
+    "DBOS (SQLite)",
+    "dbos_worker.py",
+    "peers-dbos",
+    "sqlite",
+    ("dbos",),
+    ("dbos",),
+    "DBOS.launch() recovers the pending workflow",
+    "none (a step)",
+    "a step that waits for the decision",
+)
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
         "letitloop",
@@ -91,30 +103,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "none (a node)",
         "a node that waits for the decision",
     ),
-    Framework(
-        "dbos",
-        "DBOS (SQLite)",
-        "dbos_worker.py",
-        "peers-dbos",
-        "sqlite",
-        ("dbos",),
-        ("dbos",),
-        "DBOS.launch() recovers the pending workflow",
-        "none (a step)",
-        "a step that waits for the decision",
-    ),
-    Framework(
-        "dbos-pg",
-        "DBOS (PostgreSQL)",
-        "dbos_worker.py",
-        "peers-dbos",
-        "postgres",
-        ("dbos",),
-        ("dbos",),
-        "DBOS.launch() recovers the pending workflow",
-        "none (a step)",
-        "a step that waits for the decision",
-    ),
+    _DBOS,
+    replace(_DBOS, id="dbos-pg", title="DBOS (PostgreSQL)", store="postgres"),
     Framework(
         "prefect",
         "Prefect 3 (persisted results)",

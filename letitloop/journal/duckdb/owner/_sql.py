@@ -48,12 +48,7 @@ def sql(query: str, cur: duckdb.DuckDBPyConnection, limit: int = SQL_ROWS) -> di
             fix="narrow it (WHERE, LIMIT) or aggregate",
         ) from None
     except duckdb.OutOfMemoryException:
-        raise ConfigError(
-            f"the query needs more memory than the journal owner allows "
-            f"(LIL_OWNER_MEMORY_LIMIT = {memory_limit()})",
-            fix="narrow it (WHERE, LIMIT), aggregate less, or start the owner with a larger "
-            "LIL_OWNER_MEMORY_LIMIT",
-        ) from None
+        raise _out_of_memory() from None
     except duckdb.Error as exc:
         raise ConfigError(
             f"the query failed: {exc}", fix="check the SQL; tables: " + _tables(cur)
@@ -62,6 +57,16 @@ def sql(query: str, cur: duckdb.DuckDBPyConnection, limit: int = SQL_ROWS) -> di
         timer.cancel()
         cur.execute("ROLLBACK")
     return {"columns": columns, "rows": rows, "truncated": truncated, "limit": limit}
+
+
+def _out_of_memory() -> ConfigError:
+    """A query (or its parse) outgrew the owner's memory limit: what to narrow or raise."""
+    return ConfigError(
+        f"the query needs more memory than the journal owner allows "
+        f"(LIL_OWNER_MEMORY_LIMIT = {memory_limit()})",
+        fix="narrow it (WHERE, LIMIT), aggregate less, or start the owner with a larger "
+        "LIL_OWNER_MEMORY_LIMIT",
+    )
 
 
 def check_select(db: duckdb.DuckDBPyConnection, query: str) -> None:
@@ -73,12 +78,7 @@ def check_select(db: duckdb.DuckDBPyConnection, query: str) -> None:
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.OutOfMemoryException:
-        raise ConfigError(
-            f"the query needs more memory than the journal owner allows "
-            f"(LIL_OWNER_MEMORY_LIMIT = {memory_limit()})",
-            fix="narrow it (WHERE, LIMIT), aggregate less, or start the owner with a larger "
-            "LIL_OWNER_MEMORY_LIMIT",
-        ) from None
+        raise _out_of_memory() from None
     except duckdb.Error as exc:
         raise ConfigError(f"the query does not parse: {exc}", fix=fix) from None
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
