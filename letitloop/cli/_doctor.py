@@ -7,11 +7,17 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from letitloop.cli import _output as out
 from letitloop.cli._shared import journal_option, journal_spec, json_option
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+T = TypeVar("T")
 
 # File systems where flock, fsync or Unix sockets are unreliable for a journal.
 REMOTE_FS = frozenset(
@@ -25,6 +31,22 @@ class Check:
     ok: bool
     detail: str
     fix: str | None = None
+
+
+def read_owner(path: Path, name: str, read: Callable[[Any], T]) -> T | Check:
+    """What ``read`` gets from a fresh connection to the journal's owner, or the failing check
+    ``name`` that says why the owner could not be asked."""
+    from letitloop.errors import LetItLoopError
+    from letitloop.journal.duckdb._client import OwnerJournal
+
+    try:
+        probe = OwnerJournal(path)
+        try:
+            return read(probe)
+        finally:
+            probe.close()
+    except LetItLoopError as exc:
+        return Check(name, False, exc.message, exc.fix)
 
 
 def explain_journal(explicit: str | None) -> tuple[Path, str]:

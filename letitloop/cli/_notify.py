@@ -113,18 +113,13 @@ def limits_cmd(as_json: bool) -> None:
 
 def check_notifications(path: Path) -> Any:
     """A doctor ``Check``: fails while notifications could not be delivered."""
-    from letitloop.cli._doctor import Check
-    from letitloop.errors import LetItLoopError
-    from letitloop.journal.duckdb._client import OwnerJournal
+    from letitloop.cli._doctor import Check, read_owner
 
-    try:
-        probe = OwnerJournal(path)
-        try:
-            failed = probe.notifications(state="failed", limit=1000)
-        finally:
-            probe.close()
-    except LetItLoopError as exc:
-        return Check("notifications", False, exc.message, exc.fix)
+    failed = read_owner(
+        path, "notifications", lambda journal: journal.notifications(state="failed", limit=1000)
+    )
+    if isinstance(failed, Check):
+        return failed
     if not failed:
         return Check("notifications", True, "no notification failed to be delivered")
     last = failed[0]

@@ -17,18 +17,11 @@ from letitloop.cli import _output as out
 
 def check_quarantine(path: Path) -> Any:
     """A doctor ``Check``: fails while the owner holds records it could not fold."""
-    from letitloop.cli._doctor import Check
-    from letitloop.errors import LetItLoopError
-    from letitloop.journal.duckdb._client import OwnerJournal
+    from letitloop.cli._doctor import Check, read_owner
 
-    try:
-        probe = OwnerJournal(path)
-        try:
-            rows = probe.quarantine()["rows"]
-        finally:
-            probe.close()
-    except LetItLoopError as exc:
-        return Check("quarantine", False, exc.message, exc.fix)
+    rows = read_owner(path, "quarantine", lambda j: j.quarantine()["rows"])
+    if isinstance(rows, Check):
+        return rows
     if not rows:
         return Check("quarantine", True, "no record was set aside")
     runs = sorted({r[1] for r in rows if r[1]})
