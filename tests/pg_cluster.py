@@ -21,7 +21,6 @@ import pwd
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -83,12 +82,6 @@ def find_bin_dir() -> Path:
             if (real / "initdb").exists() and (real / "pg_ctl").exists():
                 return real
     raise PgUnavailable(INSTALL_HINT)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_server_user() -> dict[str, Any]:
@@ -329,8 +322,10 @@ def start_cluster(base: Path | None = None) -> PgServer:
             f.write("\ninclude = 'lil-test.conf'\n")
         settings = dict(SERVER_SETTINGS, unix_socket_directories=f"'{base / 'sock'}'")
         last_error: PgUnavailable | None = None
+        from tests.helpers import free_port  # here: `python tests/pg_cluster.py watch` needs none
+
         for _ in range(5):  # a free port can be taken between choosing it and binding it
-            server.port = _free_port()
+            server.port = free_port()
             conf = dict(settings, port=str(server.port))
             (server.data_dir / "lil-test.conf").write_text(
                 "".join(f"{k} = {v}\n" for k, v in conf.items())
@@ -391,4 +386,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
     raise SystemExit(main(sys.argv[1:]))

@@ -19,7 +19,7 @@ from letitloop.cli._doctor import check_filesystem, mount_for
 from letitloop.cli._shared import parse_duration
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import open_journal
-from tests.crash.crash_helpers import pid_alive
+from tests.helpers import wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -357,10 +357,7 @@ def test_journal_status_stop_and_status_again(journal_path: Path) -> None:
     assert owner["log_end"] >= owner["folded_lsn"]
 
     assert f"stopped owner pid {pid}" in ok(lil_run(journal_path, "journal", "stop"))
-    deadline = time.monotonic() + 10
-    while pid_alive(pid):
-        assert time.monotonic() < deadline, f"owner pid {pid} still runs"
-        time.sleep(0.02)
+    wait_gone(pid, what=f"the stopped owner {pid} to end")
     assert "no owner is running" in ok(lil_run(journal_path, "journal", "status"))
     assert as_json(lil_run(journal_path, "journal", "stop", "--json"))["stopped"] is False
 

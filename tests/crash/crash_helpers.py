@@ -1,4 +1,5 @@
-"""Shared plumbing for the crash tests: launching worker scripts, reading their output, killing.
+"""Shared plumbing for the crash tests: launching worker scripts, reading their output, killing
+(whether a process lives and bounded waits are ``tests/helpers.py``'s).
 
 Every wait here is bounded; every process is started by the test that uses it and is killed by
 that test's ``finally`` through ``Worker.kill``/``kill_all``.
@@ -6,7 +7,6 @@ that test's ``finally`` through ``Worker.kill``/``kill_all``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,13 +16,15 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tests.helpers import child_env
+
 ROOT = str(Path(__file__).resolve().parents[2])
 WORKERS = Path(__file__).resolve().parent / "workers"
 
 
 def worker_env() -> dict[str, str]:
-    """The environment of a worker: ours (LIL_KEY_DIR etc. from conftest) plus the repo root."""
-    return {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+    """The environment of a worker: a test's child's (``tests/helpers.py``), unbuffered."""
+    return child_env(PYTHONUNBUFFERED="1")
 
 
 class Worker:
@@ -128,45 +130,6 @@ class Worker:
 def kill_all(workers: Iterable[Worker]) -> None:
     for w in workers:
         w.kill()
-
-
-def pid_alive(pid: int) -> bool:
-    """True while any thread of process ``pid`` lives.
-
-    Its leader alone is not enough: a SIGKILLed leader turns zombie at once while another
-    thread (DuckDB's, inside an fsync) is still exiting and holding the process's files and
-    locks, so "the owner is dead" must mean every thread is."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # that thread just ended
-        if state not in ("Z", "X"):
-            return True
-    return False
-
-
-def owner_pid(pid_file: Path) -> int | None:
-    """The pid the owner's pid file names, or None if there is no readable pid file."""
-    try:
-        return int(json.loads(pid_file.read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def wait_until(pred: Callable[[], bool], timeout: float, interval: float = 0.005) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        if pred():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
 
 
 def read_lines(path: Path) -> list[str]:

@@ -18,11 +18,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from crash_helpers import Worker, kill_all, owner_pid, pid_alive, read_lines, wait_until
 
 from letitloop import open_journal
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import stop_owner
+from tests.crash.crash_helpers import Worker, kill_all, read_lines
+from tests.helpers import owner_pid, pid_alive, wait_until
 
 N_STEPS = 30
 MIN_KILLS = 50
@@ -230,7 +231,12 @@ def test_owner_sigkilled_during_writes_loses_no_acknowledged_write(
             for k in range(N_WRITERS)
         ]
         while len(killed) < OWNER_KILLS:
-            wait_until(lambda: new_live_owner() or dead_writer(), 30)
+            wait_until(
+                lambda: new_live_owner() or dead_writer(),
+                30,
+                what=lambda: f"a new owner after {len(killed)} kills",
+                interval=0.005,
+            )
             check_writers_alive()
             assert new_live_owner(), f"no new owner after {len(killed)} kills"
             pid = owner_pid(paths.pid_file)
@@ -241,7 +247,12 @@ def test_owner_sigkilled_during_writes_loses_no_acknowledged_write(
             else:  # late: once this owner has acknowledged writes
                 kinds["late"] += 1
                 before = printed()
-                wait_until(lambda b=before: printed() > b or dead_writer(), 30)
+                wait_until(
+                    lambda b=before: printed() > b or dead_writer(),
+                    30,
+                    what="the writers to make progress",
+                    interval=0.005,
+                )
                 check_writers_alive()
                 assert printed() > before, "writers made no progress"
                 time.sleep(rng.uniform(0.02, 0.3))

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crash_helpers import Worker, kill_all, owner_pid, read_lines, wait_until
 
 from letitloop import open_journal
 from letitloop.journal._config import JournalPaths
+from tests.crash.crash_helpers import Worker, kill_all, read_lines
+from tests.helpers import owner_pid, wait_until
 
 LOCKED_EXIT = 3
 RACE_STEPS = 8
@@ -246,7 +247,9 @@ def test_waiting_process_takes_over_when_holder_is_sigkilled(
     b, go_b = launch(journal_path, tmp_path, key, 4, 0.6, 30, "b.go")
     try:
         release(go_a)
-        assert wait_until(lambda: len(read_lines(lines)) >= 2, 10), "A never reached step 1"
+        wait_until(
+            lambda: len(read_lines(lines)) >= 2, 10, what="A to reach step 1", interval=0.005
+        )
         release(go_b)
         time.sleep(0.2)  # B is now waiting for A's lease
         assert a.sigkill(), "A was not running"
@@ -284,7 +287,9 @@ def test_lease_is_kept_when_owner_is_sigkilled_while_another_process_waits(
     b, go_b = launch(journal_path, tmp_path, key, 2, 1.0, 30, "b.go")
     try:
         release(go_a)
-        assert wait_until(lambda: len(read_lines(lines)) >= 1, 10), "A never started step 0"
+        wait_until(
+            lambda: len(read_lines(lines)) >= 1, 10, what="A to start step 0", interval=0.005
+        )
         release(go_b)
         time.sleep(0.3)  # B is now waiting for A's lease
         pid = owner_pid(JournalPaths(journal_path).pid_file)

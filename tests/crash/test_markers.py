@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from crash_helpers import Worker, read_lines
 
 from letitloop import open_journal
+from tests.crash.crash_helpers import Worker, read_lines
 
 MARKER = "send-email"
 RESULT = "RESULT total=42"

@@ -14,20 +14,19 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import msgpack
 import pytest
-from crash_helpers import ROOT, Worker, kill_all, owner_pid, pid_alive, wait_until
 
 from letitloop.errors import JournalUnavailableError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal
 from letitloop.journal.duckdb.owner._log import _frames
+from tests.crash.crash_helpers import Worker, kill_all
+from tests.helpers import owner_pid, run_lil, wait_gone, wait_until
 
 N_WRITERS = 4
 STEPS = 100
@@ -139,9 +138,12 @@ def test_a_stopped_subscriber_under_four_writers(
         runs_done = lambda: sum(  # noqa: E731
             1 for w in writers for line in w.snapshot() if line.startswith("R ")
         )
-        assert wait_until(lambda: runs_done() >= 3 * N_WRITERS, 150), [
-            w.snapshot()[-2:] for w in writers
-        ]
+        wait_until(
+            lambda: runs_done() >= 3 * N_WRITERS,
+            150,
+            what=lambda: [w.snapshot()[-2:] for w in writers],
+            interval=0.005,
+        )
         stop_file.touch()
         for w in writers:
             assert w.finish(120) == 0, w.diagnostics()
@@ -173,7 +175,9 @@ def test_corruption_mid_segment_after_a_crash_under_writers(
         runs_done = lambda: sum(  # noqa: E731
             1 for w in writers for line in w.snapshot() if line.startswith("R ")
         )
-        assert wait_until(lambda: runs_done() >= N_WRITERS, 150)
+        wait_until(
+            lambda: runs_done() >= N_WRITERS, 150, what="a run of each writer", interval=0.005
+        )
         stop_file.touch()
         for w in writers:
             assert w.finish(120) == 0, w.diagnostics()
@@ -182,7 +186,7 @@ def test_corruption_mid_segment_after_a_crash_under_writers(
     pid = owner_pid(paths.pid_file)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: not pid_alive(pid), 10)
+    wait_gone(pid, what=f"the killed owner {pid} to end")
     import duckdb
 
     db = duckdb.connect(str(journal_path), read_only=True)
@@ -208,14 +212,7 @@ def test_corruption_mid_segment_after_a_crash_under_writers(
     with pytest.raises(JournalUnavailableError) as caught:
         OwnerJournal(journal_path)
     assert str(segment) in str(caught.value) and f"at byte {start}" in str(caught.value)
-    salvage = subprocess.run(
-        [sys.executable, "-c", "from letitloop.cli import main; main()", "journal", "doctor"]
-        + ["--salvage", "--journal", str(journal_path)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
-        timeout=120,
-    )
+    salvage = run_lil("journal", "doctor", "--salvage", "--journal", str(journal_path))
     assert f"kept {unfolded - 1} intact record(s)" in salvage.stdout, salvage.stdout
     total = _audit(journal_path, writers)
     # calling each run again returns its journaled result and executes nothing

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from collections.abc import Callable
 
 from tests.examples.cookbook import Example, run_it
+from tests.helpers import free_port
 
 BURST, PER_SECOND = 60, 10  # rpm = 600: a tenth of the minute at once, then 10 a second
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _within_the_limit(times: list[float]) -> None:
@@ -36,7 +30,7 @@ def test_three_processes_one_limit_a_kill_and_a_webhook(example: Callable[..., E
     assert run_it(ex.readme) == ["python receiver.py", "python batch.py"]
     # the one change to the example: a free port for its receiver (8765 may be taken here)
     settings = ex.dir / "pyproject.toml"
-    settings.write_text(settings.read_text().replace(":8765/", f":{_free_port()}/"))
+    settings.write_text(settings.read_text().replace(":8765/", f":{free_port()}/"))
 
     receiver = ex.start("python receiver.py")
     receiver.wait_for("listening on http://127.0.0.1:")

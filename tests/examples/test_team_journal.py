@@ -6,7 +6,6 @@ following the team journal, each from the README's commands."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -16,12 +15,7 @@ from typing import Any
 import pytest
 
 from tests.examples.cookbook import ROOT, Example, killed, run_it
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.helpers import free_port
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +24,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     ex = Example("team_journal", tmp_path_factory.mktemp("team"))
     # the one change to the example: a free port (54329 may be taken on this machine)
     settings = ex.dir / "pyproject.toml"
-    settings.write_text(settings.read_text().replace(":54329/", f":{_free_port()}/"))
+    settings.write_text(settings.read_text().replace(":54329/", f":{free_port()}/"))
     assert run_it(ex.readme) == ["python cluster.py start", "python team.py"]
     state = ex.dir / ".letitloop" / "postgres.json"
     try:
@@ -107,9 +101,7 @@ def _get(lab: dict[str, Any], path: str) -> Any:
 def test_the_lab_follows_the_team_journal(team: Example, tmp_path: Path) -> None:
     """`jupyter lab` in the example's folder serves the PostgreSQL journal its pyproject.toml
     names: the server extension lists the team's runs, and the sidebar follows a new one."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.lab_server import CHROME_ARGS, CHROMIUM, jupyter_lab
+    from tests.helpers import chromium, jupyter_lab
 
     ex = team
     ex.documented("jupyter lab")
@@ -126,8 +118,7 @@ def test_the_lab_follows_the_team_journal(team: Example, tmp_path: Path) -> None
             ) from None
         shown = {r["run_id"] for r in runs["runs"]}
         assert "report:week-49" in shown, runs  # the run the other test made, from PostgreSQL
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS)
+        with chromium() as browser:
             page = browser.new_page(viewport={"width": 1280, "height": 760})
             page.goto(f"{lab['base']}/lab?token={lab['token']}")
             tab = ".jp-SideBar .lm-TabBar-tab[data-id='letitloop-sidebar']"
@@ -136,17 +127,14 @@ def test_the_lab_follows_the_team_journal(team: Example, tmp_path: Path) -> None
             page.locator("#letitloop-sidebar .lil-tab-runs").click()
             row = "#letitloop-sidebar .lil-run[data-run-id='report:week-50']"
             report = ex.start("python team.py --week 50")
-            try:
-                report.wait_for("is waiting")
-                page.wait_for_selector(row, timeout=30_000)  # a run of another process
-                page.wait_for_selector(
-                    f"{row} .lil-badge-suspended, {row} .lil-badge-running", timeout=30_000
-                )
-                pending = [a for a in _get(lab, "approvals?status=pending")["approvals"]]
-                assert [a["run_id"] for a in pending] == ["report:week-50"]
-                ex.ok("lil approvals approve ID", ID=pending[0]["id"])
-                assert report.finish()[0] == 0
-                page.wait_for_selector(f"{row} .lil-badge-completed", timeout=30_000)
-            finally:
-                browser.close()
+            report.wait_for("is waiting")
+            page.wait_for_selector(row, timeout=30_000)  # a run of another process
+            page.wait_for_selector(
+                f"{row} .lil-badge-suspended, {row} .lil-badge-running", timeout=30_000
+            )
+            pending = [a for a in _get(lab, "approvals?status=pending")["approvals"]]
+            assert [a["run_id"] for a in pending] == ["report:week-50"]
+            ex.ok("lil approvals approve ID", ID=pending[0]["id"])
+            assert report.finish()[0] == 0
+            page.wait_for_selector(f"{row} .lil-badge-completed", timeout=30_000)
     _close_journals()

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import child_env, run_lil, start_lil
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 RUN_ID = "human_workflows.publish:publish-1"
 
 
 def env_for(journal_path: Path, log: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]),
-        PYTHONUNBUFFERED="1",
-        LIL_JOURNAL=str(journal_path),
-        HUMAN_LOG=str(log),
+    """A child's environment that imports ``human_workflows`` and logs its steps to ``log``."""
+    return child_env(
+        journal_path, pythonpath=[HERE], PYTHONUNBUFFERED="1", HUMAN_LOG=str(log), **extra
     )
-    env.update(extra)
-    return env
 
 
 class Lab:
@@ -51,14 +44,14 @@ class Lab:
         return proc
 
     def lil(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "letitloop", *args],
-            env=self.env,
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        """``lil ARGS`` run to its end, on this lab's journal."""
+        return run_lil(*args, env=self.env, cwd=HERE, timeout=timeout)
+
+    def start_lil(self, *args: str) -> subprocess.Popen[str]:
+        """``lil ARGS`` left running (stopped by ``close``), on this lab's journal."""
+        proc = start_lil(*args, env=self.env, cwd=HERE)
+        self.procs.append(proc)
+        return proc
 
     def steps(self) -> list[tuple[str, int, float]]:
         if not self.log.exists():
@@ -81,16 +74,6 @@ def lab(journal_path: Path, tmp_path: Path) -> Any:
     lab = Lab(journal_path, tmp_path)
     yield lab
     lab.close()
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def result_of(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from letitloop import open_journal
-from tests.crash.crash_helpers import pid_alive
+from tests.helpers import wait_gone, wait_until
 
-from .conftest import HERE, RUN_ID, Lab, result_of, wait_for
+from .conftest import RUN_ID, Lab, result_of
 
 
 def pending(lab: Lab) -> str:
     journal = open_journal(lab.journal_path)
-    rows = wait_for(lambda: journal.approvals(status="pending"), what="a pending approval")
+    rows = wait_until(lambda: journal.approvals(status="pending"), 30, what="a pending approval")
     assert len(rows) == 1 and rows[0].run_id == RUN_ID and rows[0].name == "publish"
     assert rows[0].payload == {"title": "Hello"}
     return str(rows[0].id)
@@ -77,16 +77,8 @@ def test_timeout_applies_on_timeout(lab: Lab, on_timeout: str) -> None:
 def test_two_concurrent_deciders_exactly_one_wins(lab: Lab) -> None:
     proc = lab.start("publish", "Hello")
     aid = pending(lab)
-    cmd = [sys.executable, "-m", "letitloop", "approvals"]
     deciders = [
-        subprocess.Popen(
-            [*cmd, verb, aid, "--by", who],
-            env=lab.env,
-            cwd=HERE,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        lab.start_lil("approvals", verb, aid, "--by", who)
         for verb, who in (("approve", "ana@x"), ("reject", "bo@y"))
     ]
     outcomes = [(d.wait(timeout=60), d.stdout.read(), d.stderr.read()) for d in deciders]  # type: ignore[union-attr]
@@ -142,7 +134,7 @@ def test_timeout_passes_while_no_process_runs(lab: Lab) -> None:
     assert rc == 3
     journal = open_journal(lab.journal_path)
     row = journal.approvals(status="pending")[0]
-    wait_for(lambda: time.time() > row.deadline + 0.2, what="the deadline")
+    wait_until(lambda: time.time() > row.deadline + 0.2, 30, what="the deadline")
     late = lab.lil("approvals", "approve", row.id)
     assert late.returncode == 1 and "timed out at" in late.stderr
     resumed = lab.lil("runs", "resume", RUN_ID, "--json")
@@ -191,7 +183,7 @@ def test_a_decision_reaches_the_waiter_across_an_owner_crash(lab: Lab) -> None:
     aid = pending(lab)
     owner = json.loads(JournalPaths(lab.journal_path).pid_file.read_text())["pid"]
     os.kill(owner, signal.SIGKILL)
-    wait_for(lambda: not pid_alive(owner), what="the owner to die")
+    wait_gone(owner, 30, what="the owner to die")
     cli = lab.lil("approvals", "approve", aid)  # starts a new owner
     assert cli.returncode == 0, cli.stderr
     rc, out, err = result_of(proc, timeout=30)
@@ -203,7 +195,7 @@ def test_a_decision_reaches_the_waiter_across_an_owner_crash(lab: Lab) -> None:
 def test_lil_runs_cancel_stops_a_running_process(lab: Lab) -> None:
     lab.env["HUMAN_STEP_DELAY"] = "0.3"
     proc = lab.start("ten", "")  # ten slow steps, no kills
-    wait_for(lambda: len(lab.names()) >= 2, what="two steps")
+    wait_until(lambda: len(lab.names()) >= 2, 30, what="two steps")
     cancel = lab.lil("runs", "cancel", "ten-steps", "--reason", "not needed")
     assert cancel.returncode == 0, cancel.stderr
     rc, _out, err = result_of(proc)

@@ -9,8 +9,9 @@ import threading
 from letitloop import open_journal
 from letitloop.journal._contract import EventInfo
 from letitloop.journal._memory import MemoryJournal, MemoryStore
+from tests.helpers import wait_until
 
-from .conftest import Lab, result_of, wait_for
+from .conftest import Lab, result_of
 
 TEN = "human_workflows.ten_steps:ten-steps"
 
@@ -27,7 +28,7 @@ def test_killing_the_executing_process_pushes_interrupted(lab: Lab) -> None:
 
     lab.env["HUMAN_STEP_DELAY"] = "0.3"
     proc = lab.start("ten", "")
-    wait_for(lambda: len(lab.names()) >= 2, what="two steps")
+    wait_until(lambda: len(lab.names()) >= 2, 30, what="two steps")
     sub = journal.subscribe(on_events, run_id=TEN)
     os.kill(proc.pid, signal.SIGKILL)
     result_of(proc)

@@ -5,30 +5,21 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from letitloop import open_journal
-from tests.crash.crash_helpers import pid_alive
+from tests.helpers import wait_gone, wait_until
 
-from .conftest import HERE, Lab, wait_for
+from .conftest import HERE, Lab
 
 TEN = "human_workflows.ten_steps:ten-steps"
 
 
-def watch(lab: Lab, *args: str, **kw: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "letitloop", "watch", *args],
-        env=lab.env,
-        cwd=HERE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kw,
-    )
+def watch(lab: Lab, *args: str) -> subprocess.Popen[str]:
+    return lab.start_lil("watch", *args)
 
 
 @pytest.fixture(params=["duckdb", "postgresql"])
@@ -88,22 +79,16 @@ def test_ctrl_c_stops_child_and_watcher(lab: Lab, tmp_path: Path) -> None:
         f"import os, time\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\ntime.sleep(120)\n"
     )
     proc = watch(lab, str(script))
-    child = int(wait_for(lambda: pids.exists() and pids.read_text().split(), what="child")[0])
+    child = int(wait_until(lambda: pids.exists() and pids.read_text().split(), 30, what="child")[0])
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "restarting" not in err
     assert len(pids.read_text().split()) == 1  # never restarted
-    wait_for(lambda: not pid_alive(child), what="child exit")
+    wait_gone(child, 30, what="the child to exit")
 
 
 def test_watch_without_a_script_is_a_usage_error(lab: Lab) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "letitloop", "watch"],
-        env=lab.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = lab.lil("watch")
     assert done.returncode == 2 and "give a script to run" in done.stderr

@@ -17,7 +17,8 @@ import pytest
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import stop_owner
 from letitloop.journal.duckdb.owner import _warm
-from tests.crash.crash_helpers import Worker, owner_pid, pid_alive, read_lines, wait_until
+from tests.crash.crash_helpers import Worker, read_lines
+from tests.helpers import owner_pid, pid_alive, wait_gone, wait_until
 
 
 def expected(n: int) -> int:
@@ -114,7 +115,7 @@ def test_acknowledged_writes_survive_a_sigkill_before_duckdb_loads(
     pid = owner_pid(paths.pid_file)
     assert pid is not None and not _duckdb_loaded(pid)
     os.kill(pid, signal.SIGKILL)  # nothing of it is in DuckDB: all of it is in the log only
-    assert wait_until(lambda: not pid_alive(pid), 10)
+    wait_gone(pid, what=f"the killed owner {pid} to end")
     assert not _warm.path_of(paths).exists()
     assert _finish(journal_path, side, tmp_path, 30) == []  # nothing ran again
     stats = _ready_stats(journal_path)
@@ -155,11 +156,16 @@ def test_sigkill_at_any_point_of_a_warm_start_loses_nothing_acknowledged(
         try:
             time.sleep(delay)
             killed = []
-            assert wait_until(lambda: bool(_owner_pids(journal_path)), 60)
+            wait_until(lambda: _owner_pids(journal_path), 60, what="an owner", interval=0.005)
             for pid in _owner_pids(journal_path):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-            assert wait_until(lambda: not any(map(pid_alive, killed)), 10)  # noqa: B023
+            wait_until(
+                lambda: not any(map(pid_alive, killed)),  # noqa: B023
+                10,
+                what=f"the killed owners {killed} to end",
+                interval=0.005,
+            )
             w.wait_for(lambda line: line.startswith("S "), 30)  # it goes on with a new owner
             w.sigkill()
         finally:

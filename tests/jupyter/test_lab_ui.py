@@ -16,8 +16,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from tests.helpers import chromium, jupyter_lab, run_cell, wait_kernel_idle
 from tests.jupyter.conftest import start_workflow
-from tests.lab_server import CHROME_ARGS, CHROMIUM, jupyter_lab
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -61,18 +61,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def page(lab: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
     IMG.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 760})
         page.goto(f"{lab['url']}/lab?token={lab['token']}")
         page.wait_for_selector(
             ".jp-SideBar .lm-TabBar-tab[data-id='letitloop-sidebar']", timeout=90_000
         )
         yield page
-        browser.close()
 
 
 def open_sidebar(page: Any, section: str = "runs") -> None:
@@ -184,43 +180,6 @@ def test_a_run_view_shows_its_blackboard_and_conversation(page: Any, lab: dict[s
     page.screenshot(path=str(IMG / "lab-board.png"))
 
 
-def _kernel_of(lab: dict[str, Any], path: str) -> dict[str, Any] | None:
-    url = f"{lab['url']}/api/sessions?token={lab['token']}"
-    with urllib.request.urlopen(url, timeout=5) as r:
-        for session in json.load(r):
-            if session.get("path") == path:
-                return dict(session["kernel"])
-    return None
-
-
-def _wait_idle(lab: dict[str, Any], path: str, timeout: float = 90) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        kernel = _kernel_of(lab, path)
-        if kernel and kernel.get("execution_state") == "idle":
-            return str(kernel["id"])
-        time.sleep(0.25)
-    raise TimeoutError(f"no idle kernel for {path}")
-
-
-def _run_first_cell(page: Any, expect_selector: str) -> None:
-    _run_cell(page, expect_selector, index=0)
-
-
-def _run_cell(page: Any, expect_selector: str, index: int) -> None:
-    from playwright.sync_api import expect
-
-    for attempt in range(3):  # a Shift+Enter sent before the kernel is connected is dropped
-        page.locator(".jp-NotebookPanel:visible .jp-Cell .cm-content").nth(index).click()
-        page.keyboard.press("Shift+Enter")
-        try:
-            expect(page.locator(expect_selector).first).to_be_visible(timeout=30_000)
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
-
-
 def test_durable_cell_badge_shows_replayed_after_a_kernel_restart(
     page: Any, lab: dict[str, Any]
 ) -> None:
@@ -231,17 +190,17 @@ def test_durable_cell_badge_shows_replayed_after_a_kernel_restart(
     nbformat.write(new_notebook(cells=cells, metadata=KERNEL), lab["root"] / "badges.ipynb")
     page.goto(f"{lab['url']}/lab/tree/badges.ipynb?token={lab['token']}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    _wait_idle(lab, "badges.ipynb")
-    _run_first_cell(page, ".lil-cell-badge.lil-badge-completed")
+    wait_kernel_idle(lab, "badges.ipynb", timeout=90)
+    run_cell(page, 0, page.locator(".lil-cell-badge.lil-badge-completed").first, 30_000)
     assert page.locator(".jp-Cell").nth(1).locator(".lil-cell-badge").count() == 0
-    kernel = _wait_idle(lab, "badges.ipynb")
+    kernel = wait_kernel_idle(lab, "badges.ipynb", timeout=90)
     req = urllib.request.Request(
         f"{lab['url']}/api/kernels/{kernel}/restart?token={lab['token']}", method="POST"
     )
     urllib.request.urlopen(req, timeout=60)
     time.sleep(1.0)
-    _wait_idle(lab, "badges.ipynb")
-    _run_first_cell(page, ".lil-cell-badge.lil-badge-replayed")
+    wait_kernel_idle(lab, "badges.ipynb", timeout=90)
+    run_cell(page, 0, page.locator(".lil-cell-badge.lil-badge-replayed").first, 30_000)
     assert "durable · replayed" in page.locator(".lil-cell-badge").first.inner_text()
     page.screenshot(path=str(IMG / "lab-cell-badges.png"))
     page.locator(".lil-cell-badge").first.click()
@@ -327,8 +286,9 @@ def test_lil_lsp_marks_and_hovers_a_durable_cell_in_the_lab(page: Any, lab: dict
     nbformat.write(new_notebook(cells=cells, metadata=KERNEL), lab["root"] / "clock.ipynb")
     page.goto(f"{lab['url']}/lab/tree/clock.ipynb?reset&token={lab['token']}")  # no old tabs
     page.wait_for_selector(".jp-NotebookPanel:visible .jp-Cell", timeout=90_000)
-    _wait_idle(lab, "clock.ipynb")
-    _run_cell(page, ".lil-cell-badge.lil-badge-completed", index=1)  # a run in the journal
+    wait_kernel_idle(lab, "clock.ipynb", timeout=90)
+    badge = page.locator(".lil-cell-badge.lil-badge-completed").first
+    run_cell(page, 1, badge, 30_000)  # a run in the journal
     cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1)
     mark = cell.locator(".cm-lintRange").first
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,24 +16,13 @@ from letitloop import durable, step
 from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal, open_journal, stop_owner
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import child_env, owner_pid, pid_alive, wait_gone
 
 
 def _owner_pid(path: Path) -> int:
-    return int(json.loads(JournalPaths(path).pid_file.read_text())["pid"])
-
-
-def _alive(pid: int) -> bool:
-    """True while the process runs (owners this test process started are reaped first)."""
-    from letitloop.journal.duckdb._connection import reap as _reap
-
-    _reap()
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    pid = owner_pid(JournalPaths(path).pid_file)
+    assert pid is not None, f"no owner pid file beside {path}"
+    return pid
 
 
 def test_owner_starts_on_demand_and_clients_never_import_duckdb(journal_path: Path) -> None:
@@ -49,12 +37,12 @@ def test_owner_starts_on_demand_and_clients_never_import_duckdb(journal_path: Pa
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         timeout=60,
         check=True,
     )
     assert out.stdout.split() == ["2", "False"]
-    assert _alive(_owner_pid(journal_path))
+    assert pid_alive(_owner_pid(journal_path))
 
 
 def test_killed_owner_recovers_every_acknowledged_record(journal_path: Path) -> None:
@@ -67,8 +55,7 @@ def test_killed_owner_recovers_every_acknowledged_record(journal_path: Path) -> 
     assert flow(300) == sum(range(300))
     pid = _owner_pid(journal_path)
     os.kill(pid, signal.SIGKILL)  # very likely before the 20 ms fold of the last records
-    while _alive(pid):
-        time.sleep(0.01)
+    wait_gone(pid, what=f"the killed owner {pid} to end")
     detail = journal.get_run(journal.find_run("big"))  # reconnects, starts a new owner
     assert detail.run.status == "completed" and detail.run.steps_done == 300
     assert _owner_pid(journal_path) != pid
@@ -84,8 +71,7 @@ def test_torn_log_tail_is_cut_and_never_applied(journal_path: Path) -> None:
     assert flow() == 1
     pid = _owner_pid(journal_path)
     os.kill(pid, signal.SIGKILL)
-    while _alive(pid):
-        time.sleep(0.01)
+    wait_gone(pid, what=f"the killed owner {pid} to end")
     log_dir = JournalPaths(journal_path).log_dir
     last = sorted(log_dir.glob("*.wal"))[-1]
     with open(last, "ab") as f:
@@ -154,10 +140,7 @@ def test_idle_owner_exits_by_itself(journal_path: Path, monkeypatch: pytest.Monk
     journal = OwnerJournal(journal_path)
     pid = journal.owner_pid
     journal.close()
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)
+    wait_gone(pid, what=f"the idle owner {pid} to exit")
     assert not JournalPaths(journal_path).socket.exists()
 
 
@@ -174,7 +157,7 @@ def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) ->
         [sys.executable, "-m", "letitloop.journal.duckdb.owner", "--journal", str(journal_path)],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         timeout=30,
     )
     assert out.returncode == 0 and "another owner" in out.stdout

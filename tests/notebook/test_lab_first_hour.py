@@ -19,16 +19,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from letitloop import open_journal
-from tests.notebook.lab_helpers import (
-    CHROME_ARGS,
-    CHROMIUM,
-    api,
-    cells,
-    jupyter_lab,
-    open_notebook,
-    run_cell,
-    screenshot,
-)
+from tests.helpers import cells, chromium, lab_api, run_cell
+from tests.notebook.lab_helpers import jupyter_lab, open_notebook, screenshot
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
@@ -55,12 +47,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def browser(lab: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 def new_page(browser: Any, height: int = 760) -> Any:
@@ -169,10 +157,10 @@ def test_a_renamed_notebook_keeps_its_runs_in_the_lab(lab: dict[str, Any], brows
     run_cell(page, 0, cell(page, 0).get_by_text("FACTS [0, 1, 4]"))
     page.close()
     before = lab["side"].read_text().splitlines()
-    for sess in api(lab, "/api/sessions"):  # the kernel goes away, as on a restart
+    for sess in lab_api(lab, "/api/sessions"):  # the kernel goes away, as on a restart
         if sess["path"] == name:
-            api(lab, f"/api/sessions/{sess['id']}", "DELETE")
-    api(lab, f"/api/contents/{name}", "PATCH", {"path": "blog.ipynb"})  # Lab's rename
+            lab_api(lab, f"/api/sessions/{sess['id']}", "DELETE")
+    lab_api(lab, f"/api/contents/{name}", "PATCH", {"path": "blog.ipynb"})  # Lab's rename
     page = new_page(browser)
     open_notebook(page, lab, "blog.ipynb")
     run_cell(page, 0, cell(page, 0).get_by_text("FACTS [0, 1, 4]"))

@@ -21,20 +21,15 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from tests.notify.receiver import Receiver, free_port
+from tests.helpers import ROOT, child_env, free_port, owner_pid, run_lil, wait_gone, wait_until
+from tests.notify.receiver import Receiver
 
 HERE = Path(__file__).parent
-ROOT = HERE.parents[1]
 SECRET = "s3cret-for-tests"
 
 
 def _env(journal: Path, url: str) -> dict[str, str]:
-    return os.environ | {
-        "LIL_JOURNAL": str(journal),
-        "LIL_NOTIFY_URL": url,
-        "LIL_NOTIFY_SECRET": SECRET,
-        "PYTHONPATH": str(ROOT),
-    }
+    return child_env(journal, LIL_NOTIFY_URL=url, LIL_NOTIFY_SECRET=SECRET)
 
 
 def _settings(journal: Path, **table: object) -> None:
@@ -57,26 +52,6 @@ def _flows(env: dict[str, str], *names: str) -> str:
     return done.stdout
 
 
-def _wait(pred: object, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _lil(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "letitloop", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_signed_webhooks_for_each_event_people_act_on(journal_path: Path) -> None:
     _settings(journal_path, backoff=0.2, max_backoff=0.5)
     receiver = Receiver()
@@ -84,7 +59,9 @@ def test_signed_webhooks_for_each_event_people_act_on(journal_path: Path) -> Non
         env = _env(journal_path, receiver.url)
         out = _flows(env, "fail", "dead", "budget")
         assert "fail ValueError" in out and "dead DeadLetteredError" in out
-        assert _wait(lambda: len(receiver.deliveries()) >= 3), receiver.deliveries()
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 3, 30, what=receiver.deliveries, interval=0.1
+        )
         time.sleep(1.5)  # nothing more comes: the dead letter's failed run is not said twice
         got = receiver.deliveries()
         events = {}
@@ -101,9 +78,9 @@ def test_signed_webhooks_for_each_event_people_act_on(journal_path: Path) -> Non
         tampered = got[0][1].replace(b"letitloop", b"letitl00p")
         with pytest.raises(WebhookVerificationError):
             Webhook(SECRET.encode()).verify(tampered, got[0][0])
-        listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+        listed = json.loads(run_lil("notify", "list", "--json", env=env).stdout)
         assert sorted(n["state"] for n in listed) == ["delivered"] * 3
-        table = _lil(env, "notify", "list").stdout  # the state --state filters on, as a word
+        table = run_lil("notify", "list", env=env).stdout  # the state --state filters on, as a word
         assert table.count(" delivered ") == 3 and "completed" not in table
     finally:
         receiver.close()
@@ -119,7 +96,9 @@ def test_approvals_and_effects_in_doubt_notify_too(journal_path: Path) -> None:
         )
         assert killed.returncode == -signal.SIGKILL
         assert "doubt InDoubtError" in _flows(env, "doubt")  # called again: in doubt
-        assert _wait(lambda: len(receiver.deliveries()) >= 2), receiver.deliveries()
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 2, 30, what=receiver.deliveries, interval=0.1
+        )
         time.sleep(1.0)
         docs = [json.loads(body) for _, body in receiver.deliveries()]
         assert sorted(d["event"] for d in docs) == ["approval_waiting", "effect_in_doubt"]
@@ -134,7 +113,7 @@ def test_slack_bodies(journal_path: Path) -> None:
     receiver = Receiver()
     try:
         _flows(_env(journal_path, receiver.url), "fail", "dead")
-        assert _wait(lambda: receiver.deliveries())
+        wait_until(lambda: receiver.deliveries(), 30, interval=0.1)
         time.sleep(1.0)
         (_headers, body), *more = receiver.deliveries()
         assert not more  # only the events asked for
@@ -147,7 +126,9 @@ def test_slack_bodies(journal_path: Path) -> None:
 def _owner_pid(journal: Path) -> int:
     from letitloop.journal._config import JournalPaths
 
-    return int(json.loads(JournalPaths(journal).pid_file.read_text())["pid"])
+    pid = owner_pid(JournalPaths(journal).pid_file)
+    assert pid is not None, f"no owner pid file beside {journal}"
+    return pid
 
 
 def test_owner_sigkill_between_event_and_delivery_delivers_once(journal_path: Path) -> None:
@@ -156,9 +137,13 @@ def test_owner_sigkill_between_event_and_delivery_delivers_once(journal_path: Pa
     url = f"http://127.0.0.1:{port}/hook"
     env = _env(journal_path, url)
     _flows(env, "fail", "dead", "budget")
-    listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
-    assert _wait(lambda: len(json.loads(_lil(env, "notify", "list", "--json").stdout)) == 3)
-    listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+    listed = json.loads(run_lil("notify", "list", "--json", env=env).stdout)
+    wait_until(
+        lambda: len(json.loads(run_lil("notify", "list", "--json", env=env).stdout)) == 3,
+        30,
+        interval=0.1,
+    )
+    listed = json.loads(run_lil("notify", "list", "--json", env=env).stdout)
     assert {n["state"] for n in listed} == {"pending"}, listed
     keys = {n["key"] for n in listed}
     os.kill(_owner_pid(journal_path), signal.SIGKILL)
@@ -166,8 +151,10 @@ def test_owner_sigkill_between_event_and_delivery_delivers_once(journal_path: Pa
     try:
         time.sleep(1.0)
         assert receiver.deliveries() == []  # the owner is dead: nobody delivers
-        _lil(env, "runs", "list")  # any client starts a new owner, which delivers
-        assert _wait(lambda: len(receiver.deliveries()) >= 3), receiver.deliveries()
+        run_lil("runs", "list", env=env)  # any client starts a new owner, which delivers
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 3, 30, what=receiver.deliveries, interval=0.1
+        )
         time.sleep(1.5)
         got = [h["x-lil-idempotency-key"] for h, _ in receiver.deliveries()]
         assert sorted(got) == sorted(keys)  # each once, with the key made before the kill
@@ -181,21 +168,23 @@ def test_a_receiver_that_is_down_is_retried_then_reported(journal_path: Path) ->
     try:
         env = _env(journal_path, receiver.url)
         _flows(env, "fail")
-        assert _wait(lambda: len(receiver.deliveries()) >= 3)
+        wait_until(lambda: len(receiver.deliveries()) >= 3, 30, interval=0.1)
         time.sleep(1.0)
         assert len(receiver.deliveries()) == 3  # max_tries, then it stops
         keys = {h["x-lil-idempotency-key"] for h, _ in receiver.deliveries()}
         assert len(keys) == 1  # the same notification each time
-        listed = json.loads(_lil(env, "notify", "list", "--state", "failed", "--json").stdout)
+        listed = json.loads(
+            run_lil("notify", "list", "--state", "failed", "--json", env=env).stdout
+        )
         assert [(n["tries"], n["last_error"]) for n in listed] == [(3, "HTTP 503")]
-        shown = _lil(env, "notify", "list")
+        shown = run_lil("notify", "list", env=env)
         assert "could not be delivered" in shown.stdout and "HTTP 503" in shown.stdout
-        doctor = _lil(env, "journal", "doctor")
+        doctor = run_lil("journal", "doctor", env=env)
         assert "notification" in doctor.stdout + doctor.stderr, doctor.stdout
         receiver.status = 200
-        assert _lil(env, "notify", "retry", keys.pop()).returncode == 0
-        assert _wait(lambda: len(receiver.deliveries()) == 4)
-        states = json.loads(_lil(env, "notify", "list", "--json").stdout)
+        assert run_lil("notify", "retry", keys.pop(), env=env).returncode == 0
+        wait_until(lambda: len(receiver.deliveries()) == 4, 30, interval=0.1)
+        states = json.loads(run_lil("notify", "list", "--json", env=env).stdout)
         assert [n["state"] for n in states] == ["delivered"]
     finally:
         receiver.close()
@@ -208,17 +197,9 @@ def test_the_owner_stays_up_for_retries_then_goes_idle(journal_path: Path) -> No
         env = _env(journal_path, receiver.url) | {"LIL_OWNER_IDLE": "1"}
         _flows(env, "fail")  # the client leaves at once; the tries take about 3 s
         pid = _owner_pid(journal_path)
-        assert _wait(lambda: len(receiver.deliveries()) >= 3, 20)  # every try was made
+        wait_until(lambda: len(receiver.deliveries()) >= 3, 20, interval=0.1)  # every try was made
         assert len(receiver.deliveries()) == 3
-
-        def gone() -> bool:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            return False
-
-        assert _wait(gone, 20)  # reported as failed, the owner went idle
+        wait_gone(pid, 20, what="the owner to go idle once the notification failed")
     finally:
         receiver.close()
 
@@ -237,9 +218,11 @@ def test_owner_sigkill_after_the_post_resends_the_same_key_and_bytes(journal_pat
     try:
         env = _env(journal_path, receiver.url)
         _flows(env, "fail")
-        assert _wait(lambda: killed and len(receiver.deliveries()) >= 1)
-        _lil(env, "runs", "list")  # a new owner: the notification is still pending
-        assert _wait(lambda: len(receiver.deliveries()) >= 2), receiver.deliveries()
+        wait_until(lambda: killed and len(receiver.deliveries()) >= 1, 30, interval=0.1)
+        run_lil("runs", "list", env=env)  # a new owner: the notification is still pending
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 2, 30, what=receiver.deliveries, interval=0.1
+        )
         time.sleep(1.0)
         (first_h, first), (again_h, again) = receiver.deliveries()
         # the same notification: a receiver that drops keys it has seen acts on it once
@@ -247,7 +230,7 @@ def test_owner_sigkill_after_the_post_resends_the_same_key_and_bytes(journal_pat
         assert first_h["webhook-id"] == again_h["webhook-id"] and first == again
         for headers in (first_h, again_h):  # each attempt signs its own time with the body
             Webhook(SECRET.encode()).verify(again, headers)
-        listed = json.loads(_lil(env, "notify", "list", "--json").stdout)
+        listed = json.loads(run_lil("notify", "list", "--json", env=env).stdout)
         assert [(n["state"], n["tries"]) for n in listed] == [("delivered", 1)]
     finally:
         receiver.close()

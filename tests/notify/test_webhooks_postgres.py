@@ -13,33 +13,19 @@ from pathlib import Path
 
 from standardwebhooks import Webhook
 
+from tests.helpers import ROOT, child_env, wait_until
 from tests.notify.receiver import Receiver
 
 HERE = Path(__file__).parent
-ROOT = HERE.parents[1]
 SECRET = "pg-secret"
 HOLD = (
     "from letitloop.journal import open_journal; import time; open_journal(None); time.sleep(120)"
 )
 
 
-def _wait(pred: object, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_one_client_delivers_and_another_takes_over(pg_dsn: str) -> None:
     receiver = Receiver()
-    env = os.environ | {
-        "LIL_JOURNAL": pg_dsn,
-        "LIL_NOTIFY_URL": receiver.url,
-        "LIL_NOTIFY_SECRET": SECRET,
-        "PYTHONPATH": str(ROOT),
-    }
+    env = child_env(pg_dsn, LIL_NOTIFY_URL=receiver.url, LIL_NOTIFY_SECRET=SECRET)
     holders: list[subprocess.Popen[bytes]] = []
 
     def hold() -> None:
@@ -67,7 +53,9 @@ def test_one_client_delivers_and_another_takes_over(pg_dsn: str) -> None:
         hold()  # two clients configured: only the one holding the lock delivers
         time.sleep(3.0)  # both started (the first scan sets the cursor at the journal's end)
         flows("fail", "dead", "budget")
-        assert _wait(lambda: len(receiver.deliveries()) >= 3), receiver.deliveries()
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 3, 30, what=receiver.deliveries, interval=0.1
+        )
         time.sleep(2.0)
         got = receiver.deliveries()
         keys = [h["x-lil-idempotency-key"] for h, _ in got]
@@ -84,7 +72,9 @@ def test_one_client_delivers_and_another_takes_over(pg_dsn: str) -> None:
         time.sleep(1.5)
         assert len(receiver.deliveries()) == 3  # no client delivers now
         hold()  # a new client takes the lock and delivers what was journaled meanwhile
-        assert _wait(lambda: len(receiver.deliveries()) >= 4), receiver.deliveries()
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 4, 30, what=receiver.deliveries, interval=0.1
+        )
         time.sleep(1.0)
         last = json.loads(receiver.deliveries()[-1][1])
         assert last["event"] == "approval_waiting" and len(receiver.deliveries()) == 4

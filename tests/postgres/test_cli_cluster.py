@@ -10,13 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT, pid_alive, wait_until
 
 
 def test_cluster_commits_durably_on_tcp_and_socket(pg_server: Any, pg_dsn: str) -> None:
@@ -59,14 +58,6 @@ time.sleep(600)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_a_sigkilled_starter_leaves_no_postmaster_and_no_directory(pg_server: Any) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LIL_TEST_PG_DSN"}
     starter = subprocess.Popen(
@@ -78,14 +69,17 @@ def test_a_sigkilled_starter_leaves_no_postmaster_and_no_directory(pg_server: An
     assert starter.stdout is not None
     line = starter.stdout.readline().split()
     postmaster, base = int(line[0]), Path(line[1])
-    assert _alive(postmaster) and (base / "data" / "postmaster.pid").exists()
+    assert pid_alive(postmaster) and (base / "data" / "postmaster.pid").exists()
     starter.send_signal(signal.SIGKILL)
     starter.wait(timeout=10)
-    deadline = time.monotonic() + 30
-    while (_alive(postmaster) or base.exists()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(postmaster), "the postmaster outlived its starter"
-    assert not base.exists(), "the cluster directory was left behind"
+    wait_until(
+        lambda: not pid_alive(postmaster) and not base.exists(),
+        30,
+        what=lambda: (
+            "the postmaster to end with its starter and its directory to go (postmaster "
+            f"alive: {pid_alive(postmaster)}, directory left behind: {base.exists()})"
+        ),
+    )
 
 
 _CHILD_TEST = """

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.trust.trust_helpers import ROOT, Worker, start_owner
+from tests.crash.crash_helpers import Worker
+from tests.helpers import child_env, run_lil
+from tests.trust.trust_helpers import start_owner
 
 
 def _expected(n: int) -> int:
@@ -27,17 +28,6 @@ def _expected(n: int) -> int:
     return acc
 
 
-def _lil(*args: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from letitloop.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        cwd=ROOT,
-    )
-
-
 @pytest.mark.timeout(120)
 def test_lil_runs_list_fails_within_its_deadline_naming_a_stopped_owner(
     journal_path: Path,
@@ -45,12 +35,12 @@ def test_lil_runs_list_fails_within_its_deadline_naming_a_stopped_owner(
     """Owner SIGSTOPped: ``lil runs list`` with LIL_READ_TIMEOUT=2 exits non-zero in < 12 s
     (old client: still waiting at 30 s), saying the owner's pid and how to resume or end it."""
     journal, pid = start_owner(journal_path)
-    env = {**os.environ, "PYTHONPATH": ROOT, "LIL_READ_TIMEOUT": "2"}
+    env = child_env(LIL_READ_TIMEOUT="2")
     os.kill(pid, signal.SIGSTOP)
     try:
         t0 = time.monotonic()
         try:
-            done = _lil("runs", "list", "--journal", str(journal_path), env=env, timeout=30)
+            done = run_lil("runs", "list", "--journal", str(journal_path), env=env, timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail("lil runs list still waited for a stopped owner after 30 s")
         elapsed = time.monotonic() - t0
@@ -128,12 +118,12 @@ def test_lil_journal_stop_fails_within_its_deadline_on_a_stopped_owner(
     """``lil journal stop`` on a SIGSTOPped owner: a clear error naming the pid in < 12 s (the
     old one waited forever for the owner's answer)."""
     journal, pid = start_owner(journal_path)
-    env = {**os.environ, "PYTHONPATH": ROOT, "LIL_READ_TIMEOUT": "2"}
+    env = child_env(LIL_READ_TIMEOUT="2")
     os.kill(pid, signal.SIGSTOP)
     try:
         t0 = time.monotonic()
         try:
-            done = _lil("journal", "stop", "--journal", str(journal_path), env=env, timeout=30)
+            done = run_lil("journal", "stop", "--journal", str(journal_path), env=env, timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail("lil journal stop still waited for a stopped owner after 30 s")
         elapsed = time.monotonic() - t0

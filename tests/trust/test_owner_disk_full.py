@@ -19,7 +19,7 @@ import pytest
 
 from letitloop.journal.duckdb._client import OwnerJournal
 from tests.conftest import _kill_owner
-from tests.trust.trust_helpers import Worker
+from tests.crash.crash_helpers import Worker
 
 STEPS, SIZE = 200, 100_000
 

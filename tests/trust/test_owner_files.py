@@ -22,7 +22,7 @@ import pytest
 
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal, stop_owner
-from tests.crash.crash_helpers import pid_alive, wait_until
+from tests.helpers import pid_alive, wait_gone
 
 # one client call in a process of its own, so an owner that blocks cannot hang the test
 CALL = """
@@ -164,7 +164,7 @@ def test_a_deleted_project_is_never_resurrected(tmp_path: Path) -> None:
             answers.append(_call(journal_path))
             time.sleep(0.4)
         assert all(a.startswith("RUNS [] ") for a in answers), answers
-        assert wait_until(lambda: not pid_alive(old_pid), 10), "the old owner still runs"
+        wait_gone(old_pid, what="the old owner to end")
         pids = {a.split()[-1] for a in answers}
         assert len(pids) == 1 and str(old_pid) not in pids, answers  # one new owner throughout
     finally:
@@ -184,7 +184,7 @@ def test_a_moved_project_is_not_recreated_and_keeps_its_runs(tmp_path: Path) -> 
     moved = tmp_path / "proj2"
     (tmp_path / "proj").rename(moved)
     try:
-        assert wait_until(lambda: not pid_alive(pid), 15), "the owner of the moved journal runs"
+        wait_gone(pid, 15, what="the owner of the moved journal to end")
         assert not (tmp_path / "proj").exists(), "the owner re-created the moved project"
         new_path = moved / ".letitloop" / "journal.duckdb"
         log = JournalPaths(new_path).owner_log.read_text()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import msgpack
@@ -24,7 +22,8 @@ from letitloop.errors import JournalUnavailableError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal
 from letitloop.journal.duckdb.owner._log import Log, _frames, frame
-from tests.trust.trust_helpers import ROOT, Worker, owner_pid, pid_alive, wait_until
+from tests.crash.crash_helpers import Worker
+from tests.helpers import owner_pid, run_lil, wait_gone
 
 STEPS = 40
 
@@ -42,17 +41,6 @@ def _run(journal_path: Path, tmp_path: Path, side: Path) -> Worker:
     )
 
 
-def _lil(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from letitloop.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
-        timeout=120,
-        cwd=ROOT,
-    )
-
-
 def _crash_after_a_run(journal_path: Path, tmp_path: Path, side: Path, fold: bool = False) -> None:
     """Run the 40-step workflow to its result, then SIGKILL the owner (after a read, which
     folds everything into DuckDB, if ``fold``)."""
@@ -66,7 +54,7 @@ def _crash_after_a_run(journal_path: Path, tmp_path: Path, side: Path, fold: boo
     pid = owner_pid(JournalPaths(journal_path).pid_file)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: not pid_alive(pid), 10)
+    wait_gone(pid, what=f"the killed owner {pid} to end")
 
 
 @pytest.mark.timeout(180)
@@ -92,11 +80,11 @@ def test_a_flipped_byte_mid_segment_is_refused_then_salvaged(
     message = str(caught.value)
     assert str(segment) in message and f"at byte {victim_start}" in message, message
     assert "doctor --salvage" in message
-    doctor = _lil("journal", "doctor", "--journal", str(journal_path))
+    doctor = run_lil("journal", "doctor", "--journal", str(journal_path))
     assert doctor.returncode == 1 and f"at byte {victim_start}" in doctor.stdout, doctor.stdout
 
     # salvage keeps every intact record; the completed run returns without running anything
-    salvaged = _lil("journal", "doctor", "--salvage", "--journal", str(journal_path))
+    salvaged = run_lil("journal", "doctor", "--salvage", "--journal", str(journal_path))
     assert f"kept {len(frames) - 1} intact record(s)" in salvaged.stdout, salvaged.stdout
     assert "damaged" in salvaged.stdout and salvaged.returncode == 0, salvaged.stdout
     assert list(paths.root.glob("journal.duckdb.log.damaged-*")), "the damaged log is not kept"
@@ -143,7 +131,7 @@ def test_a_deleted_log_directory_after_a_crash_is_reported(
     shutil.rmtree(paths.log_dir)
     with pytest.raises(JournalUnavailableError, match="the log is gone"):
         OwnerJournal(journal_path)
-    salvaged = _lil("journal", "doctor", "--salvage", "--journal", str(journal_path))
+    salvaged = run_lil("journal", "doctor", "--salvage", "--journal", str(journal_path))
     assert "the log is gone" in salvaged.stdout and salvaged.returncode == 0, salvaged.stdout
     journal = OwnerJournal(journal_path)
     try:

@@ -27,7 +27,8 @@ import pytest
 
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _wire
-from tests.trust.trust_helpers import ROOT, start_owner
+from tests.helpers import child_env
+from tests.trust.trust_helpers import start_owner
 
 
 @pytest.fixture
@@ -115,7 +116,7 @@ def test_journal_files_are_private_whatever_the_umask(open_dir: Path) -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
+        env=child_env(),
         timeout=60,
     )
     assert done.stdout.strip() == "2", done.stderr

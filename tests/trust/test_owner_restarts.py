@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from letitloop.journal._config import JournalPaths
-from tests.trust.trust_helpers import ROOT, Worker, pid_alive, start_owner, wait_until
+from tests.crash.crash_helpers import Worker
+from tests.helpers import child_env, pid_alive, run_lil, wait_until
+from tests.trust.trust_helpers import start_owner
 
 
 def _owners_of(journal_path: Path) -> list[int]:
@@ -106,23 +106,19 @@ def test_a_deleted_socket_file_is_recreated_and_new_clients_connect(journal_path
     paths = JournalPaths(journal_path)
     paths.socket.unlink()
     paths.pid_file.unlink()
-    env = {**os.environ, "PYTHONPATH": ROOT, "LIL_CONNECT_TIMEOUT": "8"}
+    env = child_env(LIL_CONNECT_TIMEOUT="8")
     t0 = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", "from letitloop.cli import main; main()", "runs", "list"]
-        + ["--journal", str(journal_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        cwd=ROOT,
-    )
+    done = run_lil("runs", "list", "--journal", str(journal_path), env=env, timeout=60)
     elapsed = time.monotonic() - t0
     assert done.returncode == 0, done.stdout + done.stderr
     assert elapsed < 6, elapsed
-    assert paths.socket.exists() and wait_until(paths.pid_file.exists, 5)
+    assert paths.socket.exists()
+    wait_until(paths.pid_file.exists, 5, what="the pid file", interval=0.005)
     assert journal.stats()["pid"] == pid
-    assert _owners_of(journal_path) == [pid] or wait_until(
-        lambda: _owners_of(journal_path) == [pid], 15
-    ), "a second owner is still around"
+    wait_until(
+        lambda: _owners_of(journal_path) == [pid],
+        15,
+        what=lambda: f"no owner but {pid} (owners: {_owners_of(journal_path)})",
+        interval=0.005,
+    )
     journal.close()

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from letitloop.journal.duckdb import _wire
-from tests.trust.trust_helpers import Worker, pid_alive, raw, reply, start_owner
+from tests.crash.crash_helpers import Worker
+from tests.helpers import pid_alive
+from tests.trust.trust_helpers import raw, reply, start_owner
 
 STEPS = 1000
 UNREAD = 32 * 1024  # the owner's bound in these tests (LIL_OWNER_MAX_UNREAD), to drop quickly

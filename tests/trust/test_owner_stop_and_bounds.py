@@ -22,7 +22,7 @@ import pytest
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _wire
 from letitloop.journal.duckdb._client import stop_owner
-from tests.crash.crash_helpers import pid_alive, wait_until
+from tests.helpers import wait_gone
 from tests.trust.trust_helpers import raw, reply, rss_kib, start_owner
 
 SLOW = "SELECT count(*) FROM range(1000000000000)"  # runs until interrupted (or 30 s)
@@ -50,7 +50,7 @@ def test_a_stop_with_queries_queued_interrupts_them_and_writes_its_snapshot(
         time.sleep(1.0)  # the first one runs now, the others wait
         t0 = time.monotonic()
         assert stop_owner(journal_path, timeout=30) == pid
-        assert wait_until(lambda: not pid_alive(pid), 30), "the owner did not exit"
+        wait_gone(pid, 30, what="the owner to exit")
         took = time.monotonic() - t0
         answers = [reply(asker, timeout=10) for _ in range(8)]
     finally:

@@ -26,7 +26,8 @@ import pytest
 from letitloop import durable, step
 from letitloop.journal.duckdb import _wire
 from letitloop.journal.duckdb._client import OwnerJournal
-from tests.trust.trust_helpers import pid_alive, raw, reply, rss_kib, start_owner, wait_until
+from tests.helpers import pid_alive, wait_until
+from tests.trust.trust_helpers import raw, reply, rss_kib, start_owner
 
 
 def _dup_keys(*pairs: tuple[str, Any]) -> bytes:
@@ -181,7 +182,12 @@ def test_accept_emfile_backs_off_and_keeps_serving(journal_path: Path) -> None:
             s.close()
         resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
         held.close()
-    assert wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) < 40, 10)
+    wait_until(
+        lambda: len(os.listdir(f"/proc/{pid}/fd")) < 40,
+        10,
+        what=lambda: f"the owner to close its sockets ({len(os.listdir(f'/proc/{pid}/fd'))} fds)",
+        interval=0.005,
+    )
     _correct_client_works(journal_path, "after-emfile")
     assert journal.stats()["pid"] == pid
     journal.close()

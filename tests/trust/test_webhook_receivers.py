@@ -25,8 +25,9 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from letitloop.journal._outbox import load_config, post
+from tests.helpers import run_lil, wait_until
 from tests.notify.receiver import Receiver
-from tests.notify.test_webhooks import _env, _flows, _lil, _settings, _wait
+from tests.notify.test_webhooks import _env, _flows, _settings
 
 SECRET = "s3cret-for-tests"
 
@@ -101,11 +102,13 @@ def test_the_outbox_never_records_a_redirect_as_delivered(journal_path: Path) ->
         _flows(env, "fail")
 
         def listed() -> list[dict[str, Any]]:
-            done = _lil(env, "notify", "list", "--json")
+            done = run_lil("notify", "list", "--json", env=env)
             assert done.returncode == 0, done.stderr
             return list(json.loads(done.stdout))
 
-        assert _wait(lambda: [n["state"] for n in listed()] == ["failed"], 60), listed()
+        wait_until(
+            lambda: [n["state"] for n in listed()] == ["failed"], 60, what=listed, interval=0.1
+        )
         (notice,) = listed()
         assert notice["tries"] == 2 and "HTTP 302" in notice["last_error"], notice
         assert "redirects to /landing" in notice["last_error"], notice
@@ -133,7 +136,9 @@ def test_the_signature_covers_the_attempts_time_so_a_replay_is_refused(
         env = _env(journal_path, receiver.url)
         before = int(time.time())
         _flows(env, "fail")
-        assert _wait(lambda: len(receiver.deliveries()) >= 2, 60), receiver.deliveries()
+        wait_until(
+            lambda: len(receiver.deliveries()) >= 2, 60, what=receiver.deliveries, interval=0.1
+        )
         (first_h, first), (again_h, again) = receiver.deliveries()[:2]
         hook = Webhook(SECRET.encode())
         for headers, body in ((first_h, first), (again_h, again)):

@@ -1,25 +1,19 @@
-"""Plumbing for the owner-robustness tests: raw sockets to a live owner, its pid, worker scripts.
+"""Plumbing for the owner-robustness tests: raw sockets to a live owner, its pid, its memory.
 
-The worker scripts and ``Worker`` come from ``tests/crash`` (one place for launched processes).
+The worker scripts and ``Worker`` come from ``tests/crash`` (one place for launched processes),
+whether a process lives and bounded waits from ``tests/helpers.py``.
 """
 
 from __future__ import annotations
 
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "crash"))
-
-from crash_helpers import ROOT, Worker, owner_pid, pid_alive, wait_until
-
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _wire
 from letitloop.journal.duckdb._client import OwnerJournal
-
-__all__ = ["ROOT", "Worker", "owner_pid", "pid_alive", "wait_until"]
 
 
 def start_owner(path: Path) -> tuple[OwnerJournal, int]:

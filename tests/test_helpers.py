@@ -1,5 +1,6 @@
-"""The crash tests' own helpers, checked on real processes: a wrong "it is dead" answer makes a
-chaos test race the very process it killed (a full CI run failed that way once)."""
+"""The tests' own helpers (``tests/helpers.py``), checked on real processes: a wrong "it is
+dead" answer makes a chaos test race the very process it killed (a full CI run failed that way
+once)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from tests.crash.crash_helpers import pid_alive, wait_until
+from tests.helpers import pid_alive, wait_gone, wait_until
 
 # The leader thread ends with the raw exit(2) system call (that thread only), as a SIGKILLed
 # leader does first, while another thread still runs and the DuckDB file stays open and locked.
@@ -39,7 +40,7 @@ def test_a_process_whose_leader_exited_is_alive_while_another_thread_holds_its_l
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        assert wait_until(lambda: _state(proc.pid) == "Z", 5)  # the leader thread is gone
+        wait_until(lambda: _state(proc.pid) == "Z", 5, what="the leader thread to end")
         assert pid_alive(proc.pid)  # the leader is a zombie; its other thread is not
         try:
             duckdb.connect(str(path), read_only=True).close()
@@ -47,7 +48,7 @@ def test_a_process_whose_leader_exited_is_alive_while_another_thread_holds_its_l
             assert "lock" in str(exc) and str(proc.pid) in str(exc)
         else:
             raise AssertionError("the file opened while the living thread held its lock")
-        assert wait_until(lambda: not pid_alive(proc.pid), 10)
+        wait_gone(proc.pid, what="the other thread to end")
         duckdb.connect(str(path), read_only=True).close()  # dead means its locks are free
     finally:
         proc.kill()
@@ -57,7 +58,7 @@ def test_a_process_whose_leader_exited_is_alive_while_another_thread_holds_its_l
 
 def test_a_zombie_child_is_not_alive(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    assert wait_until(lambda: _state(proc.pid) == "Z", 10)
+    wait_until(lambda: _state(proc.pid) == "Z", 10, what="the child to exit")
     assert not pid_alive(proc.pid)  # exited, not reaped yet
     proc.wait()
 
