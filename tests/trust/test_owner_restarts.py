@@ -15,7 +15,7 @@ import pytest
 
 from letitloop.journal._config import JournalPaths
 from tests.crash.crash_helpers import Worker
-from tests.helpers import child_env, pid_alive, run_lil, wait_until
+from tests.helpers import child_env, pid_alive, run_lil, wait_gone, wait_until
 from tests.trust.trust_helpers import start_owner
 
 
@@ -122,3 +122,34 @@ def test_a_deleted_socket_file_is_recreated_and_new_clients_connect(journal_path
         interval=0.005,
     )
     journal.close()
+
+
+@pytest.mark.timeout(180)
+def test_threads_that_lose_their_owner_together_all_reconnect(journal_path: Path) -> None:
+    """Six threads of one process call as one, right after its owner was SIGKILLed, five times:
+    every call answers. Before, they shared the new owner's ready pipe unguarded: one thread
+    closed it under another's read, which failed with EBADF (72 of 90 calls in one run)."""
+    journal, _ = start_owner(journal_path)
+    errors: list[str] = []
+    try:
+        for _ in range(5):
+            pid = journal.stats()["pid"]
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(pid, what=f"the killed owner {pid} to end")
+            together = threading.Barrier(6)
+
+            def call() -> None:
+                together.wait()  # noqa: B023
+                try:
+                    journal.list_runs()
+                except Exception as exc:
+                    errors.append(repr(exc))
+
+            threads = [threading.Thread(target=call) for _ in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        assert errors == []
+    finally:
+        journal.close()

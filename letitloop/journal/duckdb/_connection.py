@@ -84,6 +84,8 @@ class OwnerConnection:
     _leases: dict[str, str]
     _start_kills: int
     _ready_fd: int
+    _spawning: Any  # a lock: one thread at a time starts an owner and reads its ready pipe
+    _spawns: int  # owners this connection started, so a waiting thread sees one was
     _log_from: int
     _pid: int
     _forks: int
@@ -106,6 +108,8 @@ class OwnerConnection:
         self.owner_pid = 0
         self.owner_features = frozenset()
         self._ready_fd = -1
+        self._spawning = allocate_lock()
+        self._spawns = 0
         self._log_from = 0
 
     def _new_session(self) -> None:
@@ -125,6 +129,7 @@ class OwnerConnection:
         delay = 0.001
         foreign = ""
         while True:
+            spawns = self._spawns  # before trying: a thread that started one meanwhile counts
             sock = socket.socket(socket.AF_UNIX)
             try:
                 sock.connect(str(self.paths.socket))
@@ -164,19 +169,25 @@ class OwnerConnection:
                     fix="run `lil journal doctor` to see why; check that the directory is on a "
                     "local disk and writable",
                 )
-            if spawned_at < 0 or (now - spawned_at > 2.0 and not self._spawn_alive()):
-                self._spawn()
-                spawned_at = now
-            if self._ready_fd >= 0:  # our owner says when it listens (or closes it when it exits)
-                import select
+            # Threads of one process that all lost their owner come here together: one at a
+            # time starts an owner and waits on its ready pipe (the pipe is the connection's),
+            # and a thread that waited while another started one tries that owner first.
+            with self._spawning:
+                if self._spawns != spawns:
+                    continue
+                if spawned_at < 0 or (now - spawned_at > 2.0 and not self._spawn_alive()):
+                    self._spawn()
+                    spawned_at = now
+                if self._ready_fd >= 0:  # our owner says when it listens (or closes the pipe)
+                    import select
 
-                if select.select([self._ready_fd], [], [], 0.5)[0]:
-                    ready = os.read(self._ready_fd, 1) == b"R"
-                    os.close(self._ready_fd)
-                    self._ready_fd = -1
-                    if not ready and self._check_spawned_owner():  # killed while starting
-                        spawned_at = -1.0
-                continue
+                    if select.select([self._ready_fd], [], [], 0.5)[0]:
+                        ready = os.read(self._ready_fd, 1) == b"R"
+                        os.close(self._ready_fd)
+                        self._ready_fd = -1
+                        if not ready and self._check_spawned_owner():  # killed while starting
+                            spawned_at = -1.0
+                    continue
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
@@ -275,6 +286,7 @@ class OwnerConnection:
             )
         os.close(ready_w)
         _spawned.append(proc)
+        self._spawns += 1
 
     def _owner_log_tail(self) -> str:
         try:
