@@ -21,6 +21,7 @@ import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,6 +78,29 @@ def owner_pid(pid_file: Path) -> int | None:
         return int(json.loads(pid_file.read_text())["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def pids_matching(*parts: str) -> list[int]:
+    """The pids of the processes (this one aside) whose command line has each of ``parts`` in
+    one of its arguments: the fake agents of a project, the owners of a journal."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # it just ended
+        if all(any(part in arg for arg in argv) for part in parts):
+            found.append(int(entry))
+    return found
+
+
+def owner_pids(journal: PathLike) -> list[int]:
+    """The owner processes of the DuckDB journal ``journal``, found by their command line (one
+    that is starting may not have written its pid file yet)."""
+    return pids_matching("letitloop.journal.duckdb.owner", str(journal))
 
 
 def free_port() -> int:
@@ -232,6 +256,35 @@ def start_lil(
     )
 
 
+@dataclass(frozen=True)
+class Lil:
+    """``lil`` as a subprocess bound to one test's environment, folder and limits, so a test
+    that runs it often says only what differs: ``lil = Lil(env, tmp_path, timeout=300)``, then
+    ``lil.json("runs", "list", "--json")``. A keyword given to a call overrides the bound one."""
+
+    env: Mapping[str, str] | None = None
+    cwd: PathLike = ROOT
+    timeout: float = 120
+    python: PathLike = sys.executable
+    script: bool = False
+
+    def _options(self, given: dict[str, Any]) -> dict[str, Any]:
+        bound = {"env": self.env, "cwd": self.cwd, "timeout": self.timeout}
+        return {**bound, "python": self.python, "script": self.script, **given}
+
+    def run(self, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+        """``run_lil``: run to its end, whatever its exit code."""
+        return run_lil(*args, **self._options(options))
+
+    def ok(self, *args: str, **options: Any) -> str:
+        """``lil_ok``: its stdout, once it exited 0."""
+        return lil_ok(*args, **self._options(options))
+
+    def json(self, *args: str, **options: Any) -> Any:
+        """``lil_json``: its stdout as JSON, once it exited 0."""
+        return lil_json(*args, **self._options(options))
+
+
 def invoke_lil(
     *args: str,
     journal: PathLike | None = None,
@@ -256,7 +309,8 @@ def ok(result: Result) -> str:
 
 
 def as_json(result: Result) -> Any:
-    """The stdout of an ``invoke_lil`` that must exit 0, read as JSON."""
+    """The stdout of an ``invoke_lil`` that must exit 0 and say nothing on stderr, as JSON."""
+    assert result.stderr == "", result.stderr
     return json.loads(ok(result))
 
 

@@ -348,6 +348,8 @@ class JournalState:
             raise JournalError(
                 f"marker {step['name']!r} of run {entry.run_id} was already resolved as "
                 f"{step['res']!r} by {step.get('res_by')}",
+                fix="nothing to resolve: the decision stands; `lil runs show "
+                f"{entry.run_id}` shows it (a resolution is final)",
                 run_id=entry.run_id,
                 step=step["name"],
                 position=rec["pos"],
@@ -355,6 +357,8 @@ class JournalState:
         if step["status"] == "completed":
             raise JournalError(
                 f"marker {step['name']!r} of run {entry.run_id} completed; it is not in doubt",
+                fix="nothing to resolve: only a marker in doubt needs a decision (`lil effects "
+                "list` shows them)",
                 run_id=entry.run_id,
                 step=step["name"],
                 position=rec["pos"],

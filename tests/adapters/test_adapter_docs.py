@@ -3,7 +3,6 @@ in a fresh interpreter and journal (the plain ```python blocks are run by tests/
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.adapters.conftest import ROOT, framework_python
+from tests.helpers import child_env
 
 DOC = ROOT / "docs" / "adapters.md"
 FRAMEWORKS = ("smolagents", "autogen", "crewai")
@@ -24,19 +24,17 @@ BLOCKS = [
 
 def framework_env(home: Path) -> dict[str, str]:
     """An environment that keeps frameworks off the network and out of the user's home."""
-    return {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "CREWAI_DISABLE_TELEMETRY": "true",
-        "CREWAI_TRACING_ENABLED": "false",
-        "CREWAI_DISABLE_VERSION_CHECK": "true",
-        "OTEL_SDK_DISABLED": "true",
-        "HF_HUB_OFFLINE": "1",
-    }
+    return child_env(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        CREWAI_DISABLE_TELEMETRY="true",
+        CREWAI_TRACING_ENABLED="false",
+        CREWAI_DISABLE_VERSION_CHECK="true",
+        OTEL_SDK_DISABLED="true",
+        HF_HUB_OFFLINE="1",
+    )
 
 
 def test_every_framework_has_a_recipe() -> None:

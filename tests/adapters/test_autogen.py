@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from letitloop.cli import lil
 from tests.adapters.conftest import ROOT, framework_python
 from tests.adapters.test_adapter_docs import framework_env
+from tests.helpers import as_json, invoke_lil, ok, run_lil
 
 SCRIPT = ROOT / "tests" / "adapters" / "frameworks" / "autogen_team.py"
 CALLS = {"team": 4, "stream": 4, "agent": 2, "human": 2}  # model calls each shape makes
@@ -58,9 +57,8 @@ def lines(path: Path) -> list[str]:
 
 
 def lil_json(out: Path, *args: str) -> Any:
-    res = CliRunner().invoke(lil, [*args, "--json", "--journal", str(out / "journal")])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    """``lil ARGS --json`` on the journal in ``out``, in this process: its answer."""
+    return as_json(invoke_lil(*args, "--json", journal=out / "journal"))
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +142,11 @@ def test_killed_inside_the_side_effect_stops_in_doubt_until_resolved(
     assert lines(out / "sent") == ["ed"]
     assert lines(out / "calls") == ["writer:0"]  # nothing asked the model past the tool
     (doubt,) = lil_json(out, "effects", "list")
-    res = CliRunner().invoke(
-        lil,
-        ["effects", "resolve", doubt["run_id"], "send_email", "--done"]
-        + ["--journal", str(out / "journal")],
+    ok(
+        invoke_lil(
+            "effects", "resolve", doubt["run_id"], "send_email", "--done", journal=out / "journal"
+        )
     )
-    assert res.exit_code == 0, res.output
     result = finish(out, "team")
     assert lines(out / "sent") == ["ed"]
     assert lines(out / "calls") == baseline["team"]["calls"]
@@ -165,10 +162,7 @@ def test_a_tool_asking_approval_suspends_the_team_and_continues_once_approved(
     assert statuses["autogen:RoundRobinGroupChat:essay"] == "suspended"
     assert lines(out / "sent") == []
     (pending,) = lil_json(out, "approvals", "list")
-    res = CliRunner().invoke(
-        lil, ["approvals", "approve", pending["id"], "--journal", str(out / "journal")]
-    )
-    assert res.exit_code == 0, res.output
+    ok(invoke_lil("approvals", "approve", pending["id"], journal=out / "journal"))
     result = finish(out, "team", "approve")
     assert lines(out / "sent") == ["ed"]
     assert lines(out / "calls") == baseline["team"]["calls"]
@@ -278,10 +272,7 @@ def test_a_budget_suspends_the_team_before_the_model_call_that_would_pass_it(
     assert lines(out / "calls") == baseline["team"]["calls"][:2]
     shown = lil_json(out, "runs", "show", "essay")
     assert shown["run"]["status"] == "suspended" and shown["run"]["tokens"] == 43
-    res = CliRunner().invoke(
-        lil, ["runs", "budget", "essay", "--tokens", "1000", "--journal", str(out / "journal")]
-    )
-    assert res.exit_code == 0, res.output
+    ok(invoke_lil("runs", "budget", "essay", "--tokens", "1000", journal=out / "journal"))
     assert finish(out, "team", "budget") == baseline["team"]["result"]
     assert lines(out / "calls") == baseline["team"]["calls"]
     assert lines(out / "sent") == ["ed"]
@@ -303,13 +294,17 @@ def test_lil_runs_resume_continues_a_team_run_inside_a_durable_workflow(out: Pat
         "autogen:RoundRobinGroupChat:essay": "interrupted",
     }
     env["AG_KILL"] = "0"
-    proc = subprocess.run(
-        [str(python.parent / "lil"), "--journal", str(out / "journal"), "runs", "resume", "flow"],
-        capture_output=True,
-        text=True,
+    proc = run_lil(
+        "--journal",
+        str(out / "journal"),
+        "runs",
+        "resume",
+        "flow",
         env=env,
-        timeout=180,
         cwd=out,
+        timeout=180,
+        python=python,
+        script=True,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "essay-flow:flow completed" in proc.stdout

@@ -21,6 +21,7 @@ import pytest
 from tests.adapters.conftest import ROOT, framework_python
 from tests.adapters.test_adapter_docs import framework_env
 from tests.conftest import _kill_owner, modules_after
+from tests.helpers import lil_ok, run_lil
 
 SCRIPT = ROOT / "tests" / "adapters" / "frameworks" / "crew_pipeline.py"
 CREW_CALLS = ["research:0", "research:1", "research:2", "write:0"]  # the script, in order
@@ -62,10 +63,8 @@ class Pipeline:
         return path.read_text().splitlines() if path.exists() else []
 
     def lil(self, *args: str) -> str:
-        cmd = [str(ROOT / ".venv" / "bin" / "lil"), *args, "--journal", str(self.journal)]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=self.root)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        """The stdout of the installed ``lil ARGS`` on this pipeline's journal (exit 0)."""
+        return lil_ok(*args, "--journal", str(self.journal), cwd=self.root, timeout=60, script=True)
 
     def shown(self) -> dict[str, Any]:
         return json.loads(self.lil("runs", "show", RUN[self.mode], "--json"))  # type: ignore[no-any-return]
@@ -214,14 +213,15 @@ def test_lil_runs_resume_continues_a_crew_inside_a_workflow(
         timeout=240,
     )
     assert killed.returncode == -signal.SIGKILL
-    lil = python.parent / "lil"  # resume imports the workflow: CrewAI's environment
-    resumed = subprocess.run(
-        [str(lil), "runs", "resume", "crew_nightly.nightly:nightly"],
+    resumed = run_lil(  # resume imports the workflow: CrewAI's environment's lil
+        "runs",
+        "resume",
+        "crew_nightly.nightly:nightly",
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
         cwd=p.root,
+        timeout=240,
+        python=python,
+        script=True,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert uninterrupted["crew"]["raw"] in resumed.stdout

@@ -22,9 +22,9 @@ import pytest
 
 from tests.adapters.conftest import ROOT, framework_python
 from tests.adapters.test_adapter_docs import framework_env
+from tests.helpers import lil_json, run_lil
 
 SCRIPT = ROOT / "tests" / "adapters" / "frameworks" / "smol_agent.py"
-LIL = ROOT / ".venv" / "bin" / "lil"
 MODEL_CALLS = {"code": 4, "tool": 4, "multi": 5}
 WORKFLOW = {"code": "CodeAgent", "tool": "ToolCallingAgent", "multi": "manager"}
 TIMEOUT = 180  # seconds for one agent process; generous: the machine may be loaded
@@ -89,15 +89,17 @@ class Case:
     def show(self) -> dict[str, Any]:
         """``lil runs show --json`` of the agent's run, from the main environment's CLI."""
         run_id = f"smolagents:{WORKFLOW[self.kind]}:smol-{self.kind}"
-        out = subprocess.run(
-            [str(LIL), "runs", "show", run_id, "--json", "--journal", str(self.journal)],
+        data: dict[str, Any] = lil_json(
+            "runs",
+            "show",
+            run_id,
+            "--json",
+            "--journal",
+            str(self.journal),
             env=self.env,
-            capture_output=True,
-            text=True,
             timeout=TIMEOUT,
-            check=True,
+            script=True,
         )
-        data: dict[str, Any] = json.loads(out.stdout)
         return data
 
     def stop(self) -> None:
@@ -243,15 +245,19 @@ def test_lil_runs_resume_continues_an_agent_run_inside_a_workflow(
     expected, ref_calls, ref_tools = reference("multi", tmp_path_factory)
     case = cases("multi")
     case.kill_when("calls", 3, SMOL_HANG_AT="3", SMOL_PARENT="1")  # inside the managed agent
-    lil = framework_python("smolagents").parent / "lil"
     parent = "smol-nightly:nightly-multi"
-    out = subprocess.run(
-        [str(lil), "runs", "resume", parent, "--json", "--journal", str(case.journal)],
+    out = run_lil(  # resume imports the agent's script: the framework's environment's lil
+        "runs",
+        "resume",
+        parent,
+        "--json",
+        "--journal",
+        str(case.journal),
         env=case.env | {"SMOL_OUT": str(case.out), "SMOL_KIND": "multi"},
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
         cwd=case.out,
+        timeout=TIMEOUT,
+        python=framework_python("smolagents"),
+        script=True,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert expected["answer"] in json.loads(out.stdout)["result"], out.stdout

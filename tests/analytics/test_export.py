@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +11,7 @@ import duckdb
 import synthetic
 
 from letitloop.journal import _analytics as analytics
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def lil(journal: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("LIL_JOURNAL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "letitloop", *args, "--journal", journal],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=ROOT,
-    )
+from tests.helpers import run_lil
 
 
 def location(journal: Any) -> str:
@@ -43,7 +26,16 @@ def read_back(path: Path, sql: str) -> tuple[Any, ...]:
 
 def test_export_round_trips_rows_types_and_sums(filled: tuple[Any, Any], tmp_path: Path) -> None:
     journal, _ = filled
-    out = lil(location(journal), "journal", "export", "--parquet", str(tmp_path / "x"), "--json")
+    out = run_lil(
+        "journal",
+        "export",
+        "--parquet",
+        str(tmp_path / "x"),
+        "--json",
+        "--journal",
+        location(journal),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
     steps, runs = tmp_path / "x" / "steps.parquet", tmp_path / "x" / "runs.parquet"
@@ -93,8 +85,16 @@ def test_export_round_trips_rows_types_and_sums(filled: tuple[Any, Any], tmp_pat
 
 def test_export_since_keeps_only_the_later_rows(filled: tuple[Any, Any], tmp_path: Path) -> None:
     journal, records = filled
-    out = lil(
-        location(journal), "journal", "export", "--parquet", str(tmp_path), "--since", "2026-11-05"
+    out = run_lil(
+        "journal",
+        "export",
+        "--parquet",
+        str(tmp_path),
+        "--since",
+        "2026-11-05",
+        "--journal",
+        location(journal),
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     cut = analytics.parse_since("2026-11-05")
@@ -125,5 +125,13 @@ def test_export_into_a_file_path_says_so(journal_path: Path, tmp_path: Path) -> 
 
     synthetic.fill(open_journal(journal_path), synthetic.Shape(runs=2))
     (tmp_path / "taken").write_text("x")
-    out = lil(str(journal_path), "journal", "export", "--parquet", str(tmp_path / "taken"))
+    out = run_lil(
+        "journal",
+        "export",
+        "--parquet",
+        str(tmp_path / "taken"),
+        "--journal",
+        str(journal_path),
+        timeout=300,
+    )
     assert out.returncode != 0 and "taken" in out.stderr

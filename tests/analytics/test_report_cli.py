@@ -4,23 +4,18 @@ JSON, narrowed by --since; the same report from a PostgreSQL journal."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import synthetic
-from click.testing import CliRunner
 
-from letitloop.cli import COMMANDS, lil
+from letitloop.cli import COMMANDS
 from letitloop.journal import open_journal
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import invoke_lil, run_lil
 
 
 def report(journal: str, *args: str) -> Any:
-    result = CliRunner().invoke(lil, ["report", "--journal", journal, *args])
+    result = invoke_lil("report", "--journal", journal, *args)
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -59,22 +54,14 @@ def test_report_as_json_and_since(journal_path: Path) -> None:
 def test_report_of_an_empty_journal_and_a_bad_since(journal_path: Path) -> None:
     open_journal(journal_path).list_runs()  # the journal exists, with nothing in it
     assert "no runs in this journal yet" in report(str(journal_path))
-    bad = CliRunner().invoke(lil, ["report", "--journal", str(journal_path), "--since", "soon"])
+    bad = invoke_lil("report", "--journal", str(journal_path), "--since", "soon")
     assert bad.exit_code == 1
     assert "neither a duration nor a date" in bad.output and "fix:" in bad.output
 
 
 def test_report_of_a_postgres_journal(pg_dsn: str) -> None:
     synthetic.fill(open_journal(pg_dsn))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "letitloop", "report", "--journal", pg_dsn],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_lil("report", "--journal", pg_dsn)
     assert done.returncode == 0, done.stderr
     assert "60 (5 failed, 8.3%)" in done.stdout and "342 (47 failed)" in done.stdout
     assert "$0.0833 · 24,960 tokens" in done.stdout

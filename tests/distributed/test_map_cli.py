@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.conftest import _kill_owner
+from tests.helpers import Lil, child_env
 
-ROOT = Path(__file__).resolve().parents[2]
 FLOW = """
 from letitloop import durable, step
 
@@ -29,14 +27,12 @@ fan(5)
 
 def test_runs_show_lists_the_items_of_a_map(tmp_path: Path) -> None:
     journal = tmp_path / "j.duckdb"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LIL_JOURNAL": str(journal)}
-    lil = [sys.executable, "-m", "letitloop"]
+    env = child_env(journal)
+    lil = Lil(env)
     try:
         ran = subprocess.run([sys.executable, "-c", FLOW], env=env, capture_output=True, text=True)
         assert ran.returncode == 1 and "MapItemError" in ran.stderr
-        shown = subprocess.run(
-            [*lil, "runs", "show", "cli_fan:"], env=env, capture_output=True, text=True
-        )
+        shown = lil.run("runs", "show", "cli_fan:")
         assert shown.returncode == 0, shown.stderr
         assert "map 'sq' at position 0: 3 completed, 1 failed of 4 items" in shown.stdout
         rows = [r.split() for r in shown.stdout.splitlines() if r.split()[1:2] and ".e0.p0." in r]
@@ -47,10 +43,7 @@ def test_runs_show_lists_the_items_of_a_map(tmp_path: Path) -> None:
             ("2", "completed"),
             ("3", "failed"),
         ]
-        as_json = subprocess.run(
-            [*lil, "runs", "show", "cli_fan:", "--json"], env=env, capture_output=True, text=True
-        )
-        (m,) = json.loads(as_json.stdout)["maps"]
+        (m,) = lil.json("runs", "show", "cli_fan:", "--json")["maps"]
         assert m["counts"] == {"completed": 3, "failed": 1}
         assert [i["index"] for i in m["items"]] == [0, 1, 2, 3]
     finally:

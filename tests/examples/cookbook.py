@@ -10,16 +10,16 @@ README that drifts from its example fails its test.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import lil_json, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -61,16 +61,21 @@ class Proc:
 
     def wait_for(self, text: str, timeout: float = TIMEOUT) -> str:
         """Wait until ``text`` is in the command's output (stdout or stderr); the output."""
-        deadline = time.monotonic() + timeout
-        while text not in (seen := self.output()):
-            if self.popen.poll() is not None:
-                raise AssertionError(
-                    f"{self.cmd!r} ended ({self.popen.returncode}): {seen[-4000:]}"
-                )
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.cmd!r} never printed {text!r}: {seen[-4000:]}")
-            time.sleep(0.05)
-        return seen
+
+        def printed() -> str | None:
+            seen = self.output()
+            if text in seen:
+                return seen
+            assert self.popen.poll() is None, (
+                f"{self.cmd!r} ended ({self.popen.returncode}): {seen[-4000:]}"
+            )
+            return None
+
+        return wait_until(
+            printed,
+            timeout,
+            what=lambda: f"{self.cmd!r} to print {text!r}: {self.output()[-4000:]}",
+        )
 
     def kill(self) -> None:
         """SIGKILL the command and every process it started (its process group)."""
@@ -189,16 +194,10 @@ class Example:
 
     def lil_json(self, *args: str) -> Any:
         """``lil ARGS --json`` on the example's journal (a helper's look, not a README command)."""
-        out = subprocess.run(
-            [str(self.checkout / ".venv" / "bin" / "lil"), *args, "--json"],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
+        python = self.checkout / ".venv" / "bin" / "python"  # its lil: the checkout's
+        return lil_json(
+            *args, "--json", env=self.env, cwd=self.dir, timeout=TIMEOUT, python=python, script=True
         )
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
 
     def close(self) -> None:
         from tests.conftest import _kill_owner

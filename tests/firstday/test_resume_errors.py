@@ -4,7 +4,6 @@ imports the module is shown only when its top level runs code outside a `__main_
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _kill_owner
+from tests.helpers import child_env, run_lil
 
-ROOT = Path(__file__).resolve().parents[2]
 FLOW = """
 import os
 from letitloop import durable, step
@@ -40,7 +39,7 @@ if __name__ == "__main__":
 def failed_run(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     journal = tmp_path / "journal.duckdb"
     (tmp_path / "flow.py").write_text(FLOW)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LIL_JOURNAL": str(journal)}
+    env = child_env(journal)
     env.pop("FIXED", None)
     first = subprocess.run(
         [sys.executable, "flow.py"],
@@ -53,17 +52,6 @@ def failed_run(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     assert first.returncode == 1 and "ValueError" in first.stderr
     yield tmp_path, env
     _kill_owner(journal)
-
-
-def lil(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "letitloop", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def assert_house_format(said: str, run_id: str) -> None:
@@ -83,10 +71,10 @@ def test_lil_runs_resume_shows_a_failing_step_in_the_house_format(
     failed_run: tuple[Path, dict[str, str]],
 ) -> None:
     cwd, env = failed_run
-    out = lil(cwd, env, "runs", "resume", "r1")
+    out = run_lil("runs", "resume", "r1", cwd=cwd, env=env, timeout=60)
     assert out.returncode == 1
     assert_house_format(out.stderr, "flow.pipeline:r1")
-    fixed = lil(cwd, {**env, "FIXED": "1"}, "runs", "resume", "r1")
+    fixed = run_lil("runs", "resume", "r1", cwd=cwd, env={**env, "FIXED": "1"}, timeout=60)
     assert fixed.returncode == 0 and "result: 42" in fixed.stdout, fixed.stderr
 
 
@@ -94,7 +82,9 @@ def test_lil_runs_fork_run_shows_it_in_the_same_format(
     failed_run: tuple[Path, dict[str, str]],
 ) -> None:
     cwd, env = failed_run
-    out = lil(cwd, env, "runs", "fork", "r1", "--from", "summarize", "--run")
+    out = run_lil(
+        "runs", "fork", "r1", "--from", "summarize", "--run", cwd=cwd, env=env, timeout=60
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     fork_id = out.stderr.split("error: run ", 1)[1].split(" failed", 1)[0]
     assert fork_id.startswith("flow.pipeline:r1~"), out.stderr

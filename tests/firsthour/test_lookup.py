@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from letitloop import durable, step
-from letitloop.cli import lil
 from letitloop.errors import JournalError
 from letitloop.journal._lookup import match_run
+from tests.helpers import invoke_lil
 
 IDS = ["etl.load:9d6da7dd0a1b2c3d", "etl.load:9d6e0000ffff1111", "report.daily:monday"]
 
@@ -71,11 +70,9 @@ def test_lil_runs_commands_accept_a_key_prefix(journal_path: Path) -> None:
     run = journal.list_runs()[0]
     prefix = run.key[:4]
     for args in (["runs", "show", prefix], ["runs", "show", prefix, "--json"]):
-        result = CliRunner().invoke(lil, ["--journal", str(journal_path), *args])
+        result = invoke_lil(*args, journal=journal_path)
         assert result.exit_code == 0, result.output
         assert run.run_id in result.stdout
-    reset = CliRunner().invoke(
-        lil, ["--journal", str(journal_path), "runs", "reset", prefix, "--yes"]
-    )
+    reset = invoke_lil("runs", "reset", prefix, "--yes", journal=journal_path)
     assert reset.exit_code == 0, reset.output
     assert journal.get_run(run.run_id).run.epoch == 1

@@ -10,6 +10,7 @@ from letitloop.journal import preview, short_repr
 from letitloop.kernel._codec import Codec
 from letitloop.operate import human_times, local_time
 from tests.firsthour.models import Opaque, Response, Usage
+from tests.helpers import invoke_lil, ok
 
 CODEC = Codec(b"k" * 32)
 
@@ -81,16 +82,6 @@ def test_a_pickled_run_result_shows_its_repr_from_when_it_was_written(any_journa
     assert detail.result_shown == "Opaque(token='first')"
 
 
-def _lil(journal_path: Any, *args: str) -> str:
-    from click.testing import CliRunner
-
-    from letitloop.cli import lil
-
-    result = CliRunner().invoke(lil, ["--journal", str(journal_path), *args])
-    assert result.exit_code == 0, result.output
-    return result.stdout
-
-
 def test_cli_shows_results_and_times_as_people_read_them(journal_path: Any) -> None:
     import re
     import time
@@ -111,19 +102,21 @@ def test_cli_shows_results_and_times_as_people_read_them(journal_path: Any) -> N
     except ApprovalPending as waiting:
         journal.decide_approval(waiting.approval_id, approved=True, by="ana")
     flow()
-    shown = _lil(journal_path, "runs", "show", "r1")
+    shown = ok(invoke_lil("runs", "show", "r1", journal=journal_path))
     assert "Opaque(token='first')" in shown and "pickled object" not in shown
     assert 'Response(text="hello", usage=Usage(input=3, output=5))' in shown
     assert "__lil__" not in shown
     stamp = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-    approvals = _lil(journal_path, "approvals", "list", "--all")
+    approvals = ok(invoke_lil("approvals", "list", "--all", journal=journal_path))
     assert len(stamp.findall(approvals)) >= 2 and "ana" in approvals  # asked, decided
     time.sleep(0.1)  # the fold
-    sql = _lil(journal_path, "journal", "sql", "SELECT created, updated FROM runs")
+    sql = ok(
+        invoke_lil("journal", "sql", "SELECT created, updated FROM runs", journal=journal_path)
+    )
     assert len(stamp.findall(sql)) == 2 and not re.search(r"\d{10}\.\d", sql)
-    view = _lil(journal_path, "journal", "sql", "SELECT created FROM v_runs")
+    view = ok(invoke_lil("journal", "sql", "SELECT created FROM v_runs", journal=journal_path))
     assert len(stamp.findall(view)) == 1
     rows = journal.sql("SELECT typeof(created) FROM v_runs")["rows"]  # type: ignore[attr-defined]
     assert rows == [["TIMESTAMP WITH TIME ZONE"]]
-    schema = _lil(journal_path, "journal", "schema")
+    schema = ok(invoke_lil("journal", "schema", journal=journal_path))
     assert "v_runs (view)" in schema and "v_steps (view)" in schema

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import selectors
 import subprocess
@@ -13,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from letitloop.journal.duckdb._client import open_journal
+from tests.helpers import ROOT, child_env, run_lil
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
 def env(journal: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "LIL_JOURNAL": str(journal)}
+    return child_env(journal)
 
 
 def read_stderr_until(proc: subprocess.Popen[str], pattern: str, seconds: float) -> str:
@@ -52,13 +51,7 @@ def test_a_script_blocked_in_approval_says_so_on_stderr_at_once(journal_path: Pa
         assert f"lil approvals approve {row.id}" in said, said
         assert f"lil approvals reject {row.id}" in said and "'publish'" in said
         assert proc.poll() is None  # still waiting: nothing decided it
-        decided = subprocess.run(
-            [sys.executable, "-m", "letitloop", "approvals", "approve", row.id],
-            env=env(journal_path),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        decided = run_lil("approvals", "approve", row.id, journal=journal_path, timeout=60)
         assert decided.returncode == 0, decided.stderr
         out, _ = proc.communicate(timeout=60)
         assert out.strip() == "APPROVED"
@@ -133,13 +126,8 @@ def test_lil_runs_resume_warns_that_it_imports_the_module(journal_path: Path) ->
         [sys.executable, str(script)], env=env(journal_path), capture_output=True, text=True
     )
     assert first.returncode == 0, first.stderr
-    resumed = subprocess.run(
-        [sys.executable, "-m", "letitloop", "runs", "resume", "unguarded:u1"],
-        env=env(journal_path),
-        capture_output=True,
-        text=True,
-        cwd=script.parent,
-        timeout=60,
+    resumed = run_lil(
+        "runs", "resume", "unguarded:u1", journal=journal_path, cwd=script.parent, timeout=60
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"resuming imports {script}" in resumed.stderr

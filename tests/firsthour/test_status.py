@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from letitloop import durable, step
+from tests.helpers import invoke_lil
 
 
 def test_updated_moves_with_every_step_while_the_run_goes_on(any_journal: Any) -> None:
@@ -75,9 +76,6 @@ def test_budgets_show_in_the_run_listing_and_detail(any_journal: Any) -> None:
 
 
 def test_lil_runs_show_gives_the_run_time_and_the_budget(journal_path: Any) -> None:
-    from click.testing import CliRunner
-
-    from letitloop.cli import lil
     from letitloop.journal.duckdb._client import open_journal
 
     journal = open_journal(journal_path)
@@ -88,7 +86,7 @@ def test_lil_runs_show_gives_the_run_time_and_the_budget(journal_path: Any) -> N
 
     flow()
     journal.set_budget("b:b1", "ana", usd_micros=2_500_000, tokens=900)
-    result = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "show", "b1"])
+    result = invoke_lil("runs", "show", "b1", journal=journal_path)
     assert result.exit_code == 0, result.output
     assert "ran for" in result.stdout
     assert "$2.50, 900 tokens" in result.stdout  # one money format on every surface
@@ -141,10 +139,7 @@ def test_approvals_count_toward_steps_done(any_journal: Any) -> None:
 
 
 def test_lil_runs_show_lists_each_attempts_cost(journal_path: Any) -> None:
-    from click.testing import CliRunner
-
     from letitloop import record_cost
-    from letitloop.cli import lil
     from letitloop.journal.duckdb._client import open_journal
 
     journal = open_journal(journal_path)
@@ -154,7 +149,7 @@ def test_lil_runs_show_lists_each_attempts_cost(journal_path: Any) -> None:
         return step("cheap", lambda: record_cost(0.5) or "a")
 
     flow()
-    result = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "show", "c2"])
+    result = invoke_lil("runs", "show", "c2", journal=journal_path)
     assert result.exit_code == 0, result.output
     assert result.stdout.count("$0.50") == 2  # the attempt's row and the run's total
 

@@ -4,7 +4,6 @@ PostgreSQL: the fork imports the workflow as ``lil runs resume`` does and runs f
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,26 +12,17 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import Lil, child_env
+
 HERE = Path(__file__).resolve().parent
-LIL = [str(Path(sys.executable).with_name("lil"))]  # the installed console script
 
 
 def _env(journal: str, calls: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(LIL_JOURNAL=journal, FORK_CALLS=str(calls))
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
-    return env
+    return child_env(journal, pythonpath=[HERE], FORK_CALLS=str(calls))
 
 
 def _run(env: dict[str, str], cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-def _lil_json(env: dict[str, str], cwd: Path, *argv: str) -> Any:
-    proc = _run(env, cwd, *LIL, *argv, "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def _calls(path: Path) -> list[str]:
@@ -54,6 +44,7 @@ def journal_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 def test_lil_runs_fork_from_a_step_with_new_arguments(journal_url: str, tmp_path: Path) -> None:
     calls = tmp_path / "calls.txt"
     env = _env(journal_url, calls)
+    lil = Lil(env, tmp_path, timeout=300, script=True)  # the installed console script
     source = _run(
         env,
         tmp_path,
@@ -64,13 +55,13 @@ def test_lil_runs_fork_from_a_step_with_new_arguments(journal_url: str, tmp_path
     assert source.returncode == 0, source.stderr
     outputs = json.loads(source.stdout)
     assert len(_calls(calls)) == 4
-    (row,) = _lil_json(env, tmp_path, "runs", "list")
+    (row,) = lil.json("runs", "list", "--json")
     source_id = row["run_id"]
-    before = _lil_json(env, tmp_path, "runs", "show", source_id)
+    before = lil.json("runs", "show", source_id, "--json")
 
     calls.unlink()
-    fork = _lil_json(
-        env, tmp_path, "runs", "fork", source_id[:20], "--from", "review", "--args", '["bob"]'
+    fork = lil.json(
+        "runs", "fork", source_id[:20], "--from", "review", "--args", '["bob"]', "--json"
     )
     assert fork["forked_from"] == {
         "run_id": source_id,
@@ -80,30 +71,30 @@ def test_lil_runs_fork_from_a_step_with_new_arguments(journal_url: str, tmp_path
     }
     assert fork["reused"] == 2 and fork["resumable"] is True
     assert _calls(calls) == []  # forking alone runs nothing
-    listed = {r["run_id"]: r["status"] for r in _lil_json(env, tmp_path, "runs", "list")}
+    listed = {r["run_id"]: r["status"] for r in lil.json("runs", "list", "--json")}
     assert listed == {source_id: "completed", fork["run_id"]: "suspended"}
 
     # run it the way `lil runs resume` does: exactly the steps from "review" on execute
-    proc = _run(env, tmp_path, *LIL, "runs", "resume", fork["run_id"], "--json")
+    proc = lil.run("runs", "resume", fork["run_id"], "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)["result"]
     assert _calls(calls) == ["review bob", "publish bob"]
     assert result[:2] == outputs[:2]  # reused: the very outputs the source journaled
     assert result[2].startswith("review:bob:") and result[3].startswith("publish:bob:")
-    assert _lil_json(env, tmp_path, "runs", "show", source_id) == before  # source untouched
-    shown = _lil_json(env, tmp_path, "runs", "show", fork["run_id"])
+    assert lil.json("runs", "show", source_id, "--json") == before  # source untouched
+    shown = lil.json("runs", "show", fork["run_id"], "--json")
     assert shown["run"]["forked_from"] == {
         "run_id": source_id,
         "position": 2,
         "epoch": 0,
         "step": "review",
     }
-    text = _run(env, tmp_path, *LIL, "runs", "show", fork["run_id"]).stdout
+    text = lil.run("runs", "show", fork["run_id"]).stdout
     assert f"forked from {source_id} at 'review' (position 2), epoch 0" in text
 
     # --run forks and runs in one go; by position this time, with the source's own arguments
     calls.unlink()
-    again = _lil_json(env, tmp_path, "runs", "fork", source_id, "--from", "3", "--run")
+    again = lil.json("runs", "fork", source_id, "--from", "3", "--run", "--json")
     assert again["status"] == "completed" and again["reused"] == 3
     assert again["result"][:3] == outputs[:3]
     assert _calls(calls) == ["publish ada"]
@@ -114,6 +105,7 @@ def test_lil_runs_fork_refuses_a_running_run_and_bad_steps(
 ) -> None:
     calls = tmp_path / "calls.txt"
     env = _env(journal_url, calls)
+    lil = Lil(env, tmp_path, timeout=300, script=True)  # the installed console script
     gate = tmp_path / "gate"
     # a run that blocks inside its second step until the gate file appears, in its own process
     code = (
@@ -133,58 +125,55 @@ def test_lil_runs_fork_refuses_a_running_run_and_bad_steps(
     )
     try:
         for _ in range(600):  # up to a minute or so on a loaded machine
-            listed = _run(env, tmp_path, *LIL, "runs", "list", "--json")  # fails until created
+            listed = lil.run("runs", "list", "--json")  # fails until created
             runs = json.loads(listed.stdout) if listed.returncode == 0 else []
             if runs and runs[0]["current_step"] == "second":
                 break
             time.sleep(0.1)
         else:
             pytest.fail("the blocked run never reached its second step")
-        proc = _run(env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "second")
+        proc = lil.run("runs", "fork", "fork.blocked:b1", "--from", "second")
         assert proc.returncode == 1, proc.stdout
         assert proc.stderr.startswith("error: "), proc.stderr
         assert "is being executed by" in proc.stderr and "fork again" in proc.stderr
         assert "Traceback" not in proc.stderr
-        assert len(_lil_json(env, tmp_path, "runs", "list")) == 1  # no fork was made
+        assert len(lil.json("runs", "list", "--json")) == 1  # no fork was made
     finally:
         gate.touch()
         worker.wait(120)
     assert worker.returncode == 0
-    proc = _run(env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "third")
+    proc = lil.run("runs", "fork", "fork.blocked:b1", "--from", "third")
     assert proc.returncode == 1 and "no step named 'third'" in proc.stderr, proc.stderr
-    proc = _run(
-        env, tmp_path, *LIL, "runs", "fork", "fork.blocked:b1", "--from", "1", "--args", "{"
-    )
+    proc = lil.run("runs", "fork", "fork.blocked:b1", "--from", "1", "--args", "{")
     assert proc.returncode == 2 and "not JSON" in proc.stderr, proc.stderr
 
 
 def test_a_fork_killed_midway_resumes_where_it_stopped(journal_url: str, tmp_path: Path) -> None:
     calls = tmp_path / "calls.txt"
     env = _env(journal_url, calls)
+    lil = Lil(env, tmp_path, timeout=300, script=True)  # the installed console script
     code = "import json, fork_workflows; print(json.dumps(fork_workflows.pipeline('ada')))"
     source = _run(env, tmp_path, sys.executable, "-c", code)
     assert source.returncode == 0, source.stderr
     outputs = json.loads(source.stdout)
-    (row,) = _lil_json(env, tmp_path, "runs", "list")
+    (row,) = lil.json("runs", "list", "--json")
     calls.unlink()
     # the fork runs from "summarize" and its process is SIGKILLed inside "review"
-    killed = _run(
-        env | {"FORK_KILL_AT": "review"},
-        tmp_path,
-        *LIL,
+    killed = lil.run(
         "runs",
         "fork",
         row["run_id"],
         "--from",
         "summarize",
         "--run",
+        env=env | {"FORK_KILL_AT": "review"},
     )
     assert killed.returncode == -9, killed.stderr
     assert _calls(calls) == ["summarize ada", "review ada"]
-    runs = {r["run_id"]: r for r in _lil_json(env, tmp_path, "runs", "list")}
+    runs = {r["run_id"]: r for r in lil.json("runs", "list", "--json")}
     (fork_id,) = set(runs) - {row["run_id"]}
     assert runs[fork_id]["status"] == "interrupted" and runs[fork_id]["steps_done"] == 2
-    done = _run(env, tmp_path, *LIL, "runs", "resume", fork_id, "--json")
+    done = lil.run("runs", "resume", fork_id, "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["result"]
     # fetch was reused from the source, summarize from the killed try; review ran again

@@ -12,7 +12,6 @@ process); the namespace and the refusal also on memory and PostgreSQL journals, 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -27,10 +26,9 @@ from letitloop.journal._contract import Journal
 from letitloop.journal._fork import fork_records, plan_fork
 from letitloop.kernel._entry import sign_entry, verify_entry
 from letitloop.kernel._runtime import codec_for
+from tests.helpers import Lil, child_env
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-LIL = str(Path(sys.executable).with_name("lil"))
 
 
 def old_fork(journal: Journal, source: str, position: int, key: str, args: Any) -> str:
@@ -53,16 +51,19 @@ def old_fork(journal: Journal, source: str, position: int, key: str, args: Any) 
 
 @pytest.fixture
 def env(journal_path: Path, tmp_path: Path) -> dict[str, str]:
-    e = dict(os.environ)
-    e.update(LIL_JOURNAL=str(journal_path), FORK_CALLS=str(tmp_path / "calls.txt"))
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
-    return e
+    return child_env(journal_path, pythonpath=[HERE], FORK_CALLS=str(tmp_path / "calls.txt"))
 
 
 def run(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         argv, env=env, cwd=HERE, capture_output=True, text=True, timeout=300, check=False
     )
+
+
+@pytest.fixture
+def lil(env: dict[str, str]) -> Lil:
+    """The installed ``lil`` in this folder, on the test's journal."""
+    return Lil(env, HERE, timeout=300, script=True)
 
 
 def pay(env: dict[str, str], customer: str) -> subprocess.CompletedProcess[str]:
@@ -78,13 +79,11 @@ def calls(env: dict[str, str]) -> list[str]:
 
 
 def test_a_fork_labelled_like_a_customer_never_answers_that_customers_call(
-    env: dict[str, str],
+    env: dict[str, str], lil: Lil
 ) -> None:
     assert pay(env, "ada").returncode == 0
     assert calls(env) == ["lookup ada", "charge ada"]
-    made = run(
-        env,
-        LIL,
+    made = lil.run(
         "runs",
         "fork",
         "fork_workflows.pay:ada",
@@ -106,11 +105,11 @@ def test_a_fork_labelled_like_a_customer_never_answers_that_customers_call(
     assert lookup.startswith("lookup:bob:") and charge.startswith("charge:bob:")
     assert calls(env) == ["lookup bob", "charge bob"]
 
-    shown = run(env, LIL, "runs", "show", fork["run_id"])
+    shown = lil.run("runs", "show", fork["run_id"])
     assert shown.returncode == 0, shown.stderr
     assert "forked from fork_workflows.pay:ada at 'charge' (position 1)" in shown.stdout
-    assert "forked from" not in run(env, LIL, "runs", "show", "fork_workflows.pay:bob").stdout
-    resumed = run(env, LIL, "runs", "resume", fork["run_id"], "--json")
+    assert "forked from" not in lil.run("runs", "show", "fork_workflows.pay:bob").stdout
+    resumed = lil.run("runs", "resume", fork["run_id"], "--json")
     assert resumed.returncode == 0, resumed.stderr
     note = f"note: {fork['run_id']} is a fork of fork_workflows.pay:ada at 'charge'"
     assert note in resumed.stderr  # the resume says whose results it replays
@@ -120,7 +119,7 @@ def test_a_fork_labelled_like_a_customer_never_answers_that_customers_call(
 
 
 def test_a_fork_made_before_still_replays_and_the_call_that_computes_its_id_is_refused(
-    env: dict[str, str], journal_path: Path
+    env: dict[str, str], lil: Lil, journal_path: Path
 ) -> None:
     from letitloop.journal.duckdb._client import open_journal
 
@@ -138,7 +137,7 @@ def test_a_fork_made_before_still_replays_and_the_call_that_computes_its_id_is_r
     assert calls(env) == []  # nothing ran, nothing was journaled for the refused call
     assert journal.get_run(fork_id).run.status == "suspended"
 
-    resumed = run(env, LIL, "runs", "resume", fork_id, "--json")  # the fork itself replays
+    resumed = lil.run("runs", "resume", fork_id, "--json")  # the fork itself replays
     assert resumed.returncode == 0, resumed.stderr
     assert f"note: {fork_id} is a fork of fork_workflows.pay:ada" in resumed.stderr
     reused, ran = json.loads(resumed.stdout)["result"]
@@ -146,7 +145,7 @@ def test_a_fork_made_before_still_replays_and_the_call_that_computes_its_id_is_r
     assert calls(env) == ["charge erin"]
     again = pay(env, "erin")  # completed now: still the fork's, still refused
     assert again.returncode != 0 and "ForkedRunError" in again.stderr
-    shown = run(env, LIL, "runs", "show", fork_id, "--json")
+    shown = lil.run("runs", "show", fork_id, "--json")
     assert json.loads(shown.stdout)["run"]["forked_from"]["run_id"] == "fork_workflows.pay:ada"
 
 

@@ -18,7 +18,7 @@ from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import stop_owner
 from letitloop.journal.duckdb.owner import _warm
 from tests.crash.crash_helpers import Worker, read_lines
-from tests.helpers import owner_pid, pid_alive, wait_gone, wait_until
+from tests.helpers import owner_pid, owner_pids, pid_alive, wait_gone, wait_until
 
 
 def expected(n: int) -> int:
@@ -122,23 +122,6 @@ def test_acknowledged_writes_survive_a_sigkill_before_duckdb_loads(
     assert stats["warm"] == "none" and int(str(stats["replayed"])) > 0
 
 
-def _owner_pids(journal: Path) -> list[int]:
-    """The owner processes of this journal (started by this test's workers), found by their
-    command line: one may not have written its pid file yet."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"letitloop.journal.duckdb.owner" in argv and str(journal).encode() in argv:
-            found.append(int(entry))
-    return found
-
-
 def test_sigkill_at_any_point_of_a_warm_start_loses_nothing_acknowledged(
     journal_path: Path, tmp_path: Path
 ) -> None:
@@ -156,8 +139,8 @@ def test_sigkill_at_any_point_of_a_warm_start_loses_nothing_acknowledged(
         try:
             time.sleep(delay)
             killed = []
-            wait_until(lambda: _owner_pids(journal_path), 60, what="an owner", interval=0.005)
-            for pid in _owner_pids(journal_path):
+            wait_until(lambda: owner_pids(journal_path), 60, what="an owner", interval=0.005)
+            for pid in owner_pids(journal_path):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
             wait_until(

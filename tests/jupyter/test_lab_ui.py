@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.helpers import chromium, jupyter_lab, run_cell, wait_kernel_idle
+from tests.helpers import chromium, jupyter_lab, lil_command, run_cell, wait_kernel_idle
 from tests.jupyter.conftest import start_workflow
 
 HERE = Path(__file__).resolve().parent
@@ -28,7 +28,7 @@ TEE = HERE / "lsp_tee.py"  # copies the LSP traffic to lsp.log beside lab.log
 
 def _lsp_config(log: Path) -> dict[str, Any]:
     """jupyter-lsp's config: ``lil lsp`` as docs/editors.md registers it, run through the tee."""
-    lil = str(Path(sys.executable).with_name("lil"))
+    (lil,) = lil_command(script=True)  # the installed console script, as docs/editors.md says
     server = {
         "version": 2,
         "argv": [sys.executable, str(TEE), str(log), lil, "lsp"],

@@ -100,8 +100,17 @@ def test_marker_that_raised_is_in_doubt_until_resolved(any_journal) -> None:
     any_journal.resolve_marker("marker_flow:m", "notify", "done", by="tester")
     assert flow() == "done"
     assert len(effects) == 1
-    with pytest.raises(JournalError, match=r"not in doubt|already resolved"):
+    with pytest.raises(JournalError, match=r"already resolved as 'done' by tester") as again:
         any_journal.resolve_marker("marker_flow:m", "notify", "redo", by="late")
+    assert again.value.fix and "lil runs show marker_flow:m" in again.value.fix  # what to do
+
+
+def test_resolving_a_marker_that_completed_says_it_is_not_in_doubt(any_journal) -> None:
+    effects: list[str] = []
+    assert _marker_flow(any_journal, effects, crash=False)() == "done"
+    with pytest.raises(JournalError, match=r"completed; it is not in doubt") as err:
+        any_journal.resolve_marker("marker_flow:m", "notify", "done", by="late")
+    assert err.value.fix and "lil effects list" in err.value.fix
 
 
 def test_marker_redo_runs_the_block_again_once(any_journal) -> None:

@@ -9,6 +9,7 @@ import pytest
 from letitloop import DeadLetteredError, Invalid, async_step, durable, durable_async, step
 from letitloop.kernel._policy import CLOCK
 from letitloop.testing import FakeLLM
+from tests.helpers import invoke_lil
 
 
 def _ask(journal, llm, run_id, **opts):  # type: ignore[no-untyped-def]
@@ -88,19 +89,14 @@ def test_clear_and_async_steps(any_journal) -> None:
 def test_lil_cache_list_and_clear(journal_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from click.testing import CliRunner
-
-    from letitloop.cli import lil
-
     _ask(journal_path, FakeLLM(), "cli")("hello")
-    runner = CliRunner()
-    listed = runner.invoke(lil, ["--journal", str(journal_path), "cache", "list", "--json"])
+    listed = invoke_lil("cache", "list", "--json", journal=journal_path)
     assert listed.exit_code == 0, listed.output
     [entry] = json.loads(listed.output)
     assert entry["fn"].endswith("FakeLLM.complete") and entry["cost_micros"] > 0
-    table = runner.invoke(lil, ["--journal", str(journal_path), "cache", "list"])
+    table = invoke_lil("cache", "list", journal=journal_path)
     assert "FakeLLM.complete" in table.output
-    cleared = runner.invoke(lil, ["--journal", str(journal_path), "cache", "clear"])
+    cleared = invoke_lil("cache", "clear", journal=journal_path)
     assert cleared.exit_code == 0 and "cleared 1" in cleared.output
-    again = runner.invoke(lil, ["--journal", str(journal_path), "cache", "list", "--json"])
+    again = invoke_lil("cache", "list", "--json", journal=journal_path)
     assert json.loads(again.output) == []

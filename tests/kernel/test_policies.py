@@ -10,6 +10,7 @@ import pytest
 from letitloop import async_step, current_step, durable, durable_async, step
 from letitloop.errors import ConfigError, DeadLetteredError, JournalError
 from letitloop.kernel._policy import CLOCK, Invalid, Retry, StepTimeout, classify
+from tests.helpers import as_json, invoke_lil
 
 
 class RateLimited(Exception):
@@ -258,11 +259,6 @@ def _crash_between_attempts(journal, *, restart_owner: bool) -> None:  # type: i
 
 
 def test_lil_runs_retry_rearms_a_dead_letter(journal_path) -> None:  # type: ignore[no-untyped-def]
-    import json
-
-    from click.testing import CliRunner
-
-    from letitloop.cli import lil
 
     failures = [RateLimited()] * 2
 
@@ -277,14 +273,12 @@ def test_lil_runs_retry_rearms_a_dead_letter(journal_path) -> None:  # type: ign
 
     with pytest.raises(DeadLetteredError):
         flow()
-    runner = CliRunner()
-    base = ["--journal", str(journal_path)]
-    done = runner.invoke(lil, [*base, "runs", "retry", "cli-dead", "--from", "call"])
+    done = invoke_lil("runs", "retry", "cli-dead", "--from", "call", journal=journal_path)
     assert done.exit_code == 0, done.output
     assert flow() == "ok"
-    shown = json.loads(runner.invoke(lil, [*base, "runs", "show", "cli-dead", "--json"]).output)
+    shown = as_json(invoke_lil("runs", "show", "cli-dead", "--json", journal=journal_path))
     attempts = shown["attempts"]
     assert [a["status"] for a in attempts] == ["failed", "failed", "completed"]
     assert attempts[1]["error"]["dead"] is True and attempts[1]["resolution"] == "rearm"
-    again = runner.invoke(lil, [*base, "runs", "retry", "cli-dead"])
+    again = invoke_lil("runs", "retry", "cli-dead", journal=journal_path)
     assert again.exit_code == 1 and "no dead-lettered step" in again.output

@@ -19,8 +19,7 @@ from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._limits import Buckets
 from letitloop.journal._memory import MemoryJournal
 from letitloop.kernel._limits import Limit, resolve
-
-ROOT = Path(__file__).parents[2]
+from tests.helpers import Lil, child_env, wait_until
 
 
 def test_a_minute_never_sees_more_than_the_limit() -> None:
@@ -179,31 +178,28 @@ def test_a_waiting_step_shows_in_lil_runs_show_and_a_killed_waiter_holds_nothing
         "        step(f'call-{i}', int, str(i), limit=L)\n"
         "slow()\n"
     )
-    env = os.environ | {"LIL_JOURNAL": str(journal_path), "PYTHONPATH": str(ROOT)}
+    env = child_env(journal_path)
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
     try:
-        lil = [sys.executable, "-m", "letitloop"]
-        deadline = time.monotonic() + 60
-        shown = ""
-        while "waiting for capacity" not in shown and time.monotonic() < deadline:
-            time.sleep(0.2)
-            shown = subprocess.run(
-                [*lil, "runs", "show", "slow"], env=env, capture_output=True, text=True
-            ).stdout
+        lil = Lil(env)
+
+        def waiting() -> str | None:
+            shown = lil.run("runs", "show", "slow").stdout
+            return shown if "waiting for capacity" in shown else None
+
+        shown = wait_until(waiting, 60, what="lil runs show to say the run waits", interval=0.2)
         assert "waiting for capacity of limit test:slow" in shown, shown
         assert "'call-1' at position 1" in shown
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        limits = subprocess.run([*lil, "limits"], env=env, capture_output=True, text=True)
+        limits = lil.run("limits")
         assert "test:slow" in limits.stdout
         # the dead waiter took nothing: one request is spent (call-0), none is held for it
         from letitloop.journal.duckdb._client import open_journal
 
         (bucket,) = open_journal(journal_path).capacity()
         assert bucket["requests"] < 1  # the one spent refills at 1 a minute, whoever waits
-        shown = subprocess.run(
-            [*lil, "runs", "show", "slow"], env=env, capture_output=True, text=True
-        ).stdout
+        shown = lil.run("runs", "show", "slow").stdout
         assert "waiting for capacity" not in shown  # its process is gone: no longer running
     finally:
         if proc.poll() is None:

@@ -12,8 +12,6 @@ marker attempt in list order, any status but completed) listed the superseded on
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
@@ -24,9 +22,9 @@ import pytest
 
 from letitloop import open_journal, operate
 from letitloop.notebook_ext import EffectsInDoubt
+from tests.helpers import child_env, lil_json
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 
 
 @pytest.fixture(params=["duckdb", "postgresql"])
@@ -36,7 +34,7 @@ def location(request: pytest.FixtureRequest, journal_path: Path) -> Any:
 
 
 def _run(journal: Path | str, key: str, plan: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LIL_JOURNAL": str(journal), "PYTHONPATH": f"{ROOT}:{HERE}"}
+    env = child_env(journal, pythonpath=[HERE])
     return subprocess.run(
         [sys.executable, str(HERE / "doubt_workflows.py"), key, plan],
         env=env,
@@ -76,14 +74,7 @@ def test_the_notebook_lists_what_operate_and_the_cli_list(location: Path | str) 
     ]
     shown = {m.group(2, 1) for m in (re.match(r"<b>(.*?)</b> · (\S+)", v) for v in labels) if m}
     assert len(labels) == len(shown) == 2 and shown == expected, labels
-    cli = subprocess.run(
-        [sys.executable, "-m", "letitloop", "effects", "list", "--json"],
-        env={**os.environ, "LIL_JOURNAL": str(location), "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert cli.returncode == 0, cli.stderr
-    assert {(d["run_id"], d["marker"]) for d in json.loads(cli.stdout)} == expected
+    listed = lil_json("effects", "list", "--json", journal=location)
+    assert {(d["run_id"], d["marker"]) for d in listed} == expected
     # one row per doubt, each with its why: the process stopped inside the block
     assert all(operate.doubts(journal)[0].why in v for v in labels)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from letitloop import open_journal
+from tests.helpers import run_lil, wait_until
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -206,8 +206,6 @@ def test_a_decision_made_with_no_frontend_lands_in_the_widget_state(
     """Point 9: the browser tab is closed (no frontend on the kernel at all) when someone
     approves from the terminal. The run continues, and its output is kept in the widget's
     kernel-side state, which is what a reopened tab renders."""
-    import subprocess
-    import sys
 
     cell = (
         "%%durable later --run-id closed-tab\n"
@@ -226,30 +224,28 @@ def test_a_decision_made_with_no_frontend_lands_in_the_widget_state(
         kc.execute_interactive("w = _", timeout=60)  # the cell's value: the approval widget
         journal = open_journal(journal_path)
         (pending,) = journal.approvals(status="pending")
-        cli = subprocess.run(
-            [sys.executable, "-m", "letitloop", "approvals", "approve", pending.id],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        cli = run_lil("approvals", "approve", pending.id, journal=journal_path, timeout=60)
         assert cli.returncode == 0, cli.stderr
         run_id = journal.find_run("cell.later:closed-tab")
-        deadline = time.monotonic() + 60
-        while journal.get_run(run_id).run.status != "completed":
-            assert time.monotonic() < deadline, journal.get_run(run_id).run
-            time.sleep(0.05)
+        wait_until(
+            lambda: journal.get_run(run_id).run.status == "completed",
+            60,
+            what=lambda: journal.get_run(run_id).run,
+        )
         seen: list[str] = []
-        deadline = time.monotonic() + 30
-        while not any("SHIPPED" in s for s in seen) and time.monotonic() < deadline:
+
+        def shipped() -> str | None:
             seen.clear()
             kc.execute_interactive(
                 "print(repr(w.output.outputs)); print(w.status.value)",
                 output_hook=lambda m: seen.append(str(m["content"].get("text", ""))),
                 timeout=60,
             )
-            time.sleep(0.1)
-        state = "".join(seen)
-        assert "SHIPPED" in state, state  # the continued output, kept in the kernel
+            state = "".join(seen)
+            return state if "SHIPPED" in state else None
+
+        # the continued output, kept in the kernel
+        state = wait_until(shipped, 30, what=lambda: f"SHIPPED in the widget: {seen}", interval=0.1)
         assert "approved</b> by" in state and "the run continued below" in state
     finally:
         kc.stop_channels()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
+
+from tests.helpers import run_lil, wait_until
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -57,9 +58,7 @@ def test_cell_killed_mid_loop_resumes_in_a_new_kernel(kernel_env: Path, tmp_path
         kc.wait_for_ready(timeout=60)
         kc.execute("%load_ext letitloop")
         kc.execute(LOOP)
-        deadline = time.monotonic() + 60
-        while len(lines(kernel_env)) < 8 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(lines(kernel_env)) >= 8, 60, what="8 steps", interval=0.02)
         first_pid = km.provisioner.process.pid  # type: ignore[union-attr]
         os.kill(first_pid, signal.SIGKILL)  # the kernel dies as with the OOM killer
         km.provisioner.process.wait()  # type: ignore[union-attr]
@@ -106,8 +105,6 @@ def test_there_are_example_notebooks() -> None:
 def test_a_decision_from_the_cli_continues_the_cell_in_its_kernel(
     kernel_env: Path, journal_path: Path, tmp_path: Path
 ) -> None:
-    import subprocess
-    import sys
 
     from letitloop import open_journal
 
@@ -130,16 +127,10 @@ def test_a_decision_from_the_cli_continues_the_cell_in_its_kernel(
         journal = open_journal(journal_path)
         pending = journal.approvals(status="pending")
         assert len(pending) == 1 and not kernel_env.exists()
-        cli = subprocess.run(
-            [sys.executable, "-m", "letitloop", "approvals", "approve", pending[0].id],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        cli = run_lil("approvals", "approve", pending[0].id, journal=journal_path, timeout=60)
         assert cli.returncode == 0, cli.stderr
-        deadline = time.monotonic() + 30  # the widget hears the journal and resumes the run
-        while not kernel_env.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # the widget hears the journal and resumes the run
+        wait_until(kernel_env.exists, 30, what="the resumed run to ship")
         assert kernel_env.read_text() == "shipped\n"
         run = journal.get_run(journal.find_run("cell.ask:elsewhere")).run
         assert run.status == "completed"

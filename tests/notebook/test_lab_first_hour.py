@@ -9,7 +9,6 @@ One JupyterLab and one browser for the whole module. The screenshots are the clo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from letitloop import open_journal
-from tests.helpers import cells, chromium, lab_api, run_cell
+from tests.helpers import cells, chromium, lab_api, run_cell, wait_until
 from tests.notebook.lab_helpers import jupyter_lab, open_notebook, screenshot
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -191,20 +190,24 @@ def test_a_decision_made_while_the_tab_was_closed_shows_on_reopening(
     open_notebook(page, lab, name)
     run_cell(page, 0, cell(page, 0).locator(".lil-approval button", has_text="Approve"))
     page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 60
-    while "widget-view" not in (lab["root"] / name).read_text():
-        assert time.monotonic() < deadline, "the notebook was not saved"
-        time.sleep(0.25)
+    wait_until(
+        lambda: "widget-view" in (lab["root"] / name).read_text(),
+        60,
+        what="the notebook to be saved",
+        interval=0.25,
+    )
     page.close()  # the tab is closed; the kernel goes on
 
     journal = open_journal(lab["journal"])
     (pending,) = journal.approvals(status="pending", run_id="cell.later:lab-closed-tab")
     journal.decide_approval(pending.id, approved=True, by="ops@terminal", comment="from ssh")
     run_id = journal.find_run("cell.later:lab-closed-tab")
-    deadline = time.monotonic() + 60
-    while journal.get_run(run_id).run.status != "completed":
-        assert time.monotonic() < deadline, journal.get_run(run_id).run
-        time.sleep(0.1)
+    wait_until(
+        lambda: journal.get_run(run_id).run.status == "completed",
+        60,
+        what=lambda: journal.get_run(run_id).run,
+        interval=0.1,
+    )
 
     page = new_page(browser)
     open_notebook(page, lab, name)

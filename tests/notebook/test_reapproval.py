@@ -4,8 +4,6 @@ its approval again, the new request can be decided with the widget and with ``li
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 from letitloop import open_journal
+from tests.helpers import run_lil
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -83,14 +82,7 @@ def test_an_edited_cell_asks_again_and_the_new_request_can_be_decided(
 
     run(kc, CELL.format(text="v3"))
     [third] = pending(journal_path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cli = subprocess.run(
-        [sys.executable, "-m", "letitloop", "approvals", "reject", third.id, "--by", "cli"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    cli = run_lil("approvals", "reject", third.id, "--by", "cli", journal=journal_path, timeout=60)
     assert cli.returncode == 0, cli.stdout + cli.stderr
     row = next(r for r in open_journal(journal_path).approvals() if r.id == third.id)
     assert (row.status, row.decided_by) == ("rejected", "cli")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any
 from letitloop import approval, durable, step
 from letitloop.errors import ApprovalPending, Suspended
 from letitloop.journal._contract import Journal, Proposal
-from tests.conftest import ROOT
+from tests.helpers import ROOT, child_env, lil_json
 
 BIG = "x" * (100 * 1024)
 
@@ -79,10 +78,9 @@ def fill(spec: str, tmp: Path, journal: Journal) -> None:
     assert pipeline() == 3  # epoch 1: the cached step is a cache hit now
 
     sent = tmp / "sent.txt"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     script = ROOT / "tests" / "cli" / "cli_workflows.py"
     killed = subprocess.run(
-        [sys.executable, str(script), spec, str(sent)], env=env, timeout=120, check=False
+        [sys.executable, str(script), spec, str(sent)], env=child_env(), timeout=120, check=False
     )
     assert killed.returncode == -9, killed
     run_id = journal.find_run("order-1")
@@ -112,21 +110,6 @@ def fill(spec: str, tmp: Path, journal: Journal) -> None:
     app.invoke({"items": []}, {"configurable": {"thread_id": "t1"}})
 
 
-def _lil(spec: str, *args: str) -> Any:
-    """``lil ARGS --json`` in a subprocess against ``spec``; the parsed output."""
-    done = subprocess.run(
-        [sys.executable, "-m", "letitloop", *args, "--journal", spec, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def _scrub(data: Any) -> Any:
     """Drop what names the journal itself (its location) from CLI output."""
     if isinstance(data, dict):
@@ -138,8 +121,11 @@ def _scrub(data: Any) -> Any:
 
 def snapshot(spec: str, journal: Journal) -> dict[str, Any]:
     """Everything a person or a surface can see of the journal, independent of its backend."""
-    runs = _lil(spec, "runs", "list", "--limit", "1000")
-    shown = {r["run_id"]: _scrub(_lil(spec, "runs", "show", r["run_id"])) for r in runs}
+    runs = lil_json("runs", "list", "--limit", "1000", "--journal", spec, "--json")
+    shown = {
+        r["run_id"]: _scrub(lil_json("runs", "show", r["run_id"], "--journal", spec, "--json"))
+        for r in runs
+    }
     outputs = {}
     for info in journal.list_runs(limit=1000):
         detail = journal.get_run(info.run_id)

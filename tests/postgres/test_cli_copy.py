@@ -6,35 +6,19 @@ the move)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from letitloop.journal import open_journal
-from tests.conftest import ROOT, _kill_owner
+from tests.conftest import _kill_owner
+from tests.helpers import lil_json, run_lil
 from tests.postgres.copy_workload import Draft, fill, snapshot
 
 
-def _lil(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "letitloop", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        check=False,
-    )
-
-
 def _copy(src: str, dst: str) -> dict[str, Any]:
-    done = _lil("journal", "copy", src, dst, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    return lil_json("journal", "copy", src, dst, "--json", timeout=300)  # type: ignore[no-any-return]
 
 
 # What a listing says about a run that every backend derives from the records alike. Left out:
@@ -124,7 +108,9 @@ def test_a_copied_journal_goes_on_where_the_source_stopped(duckdb_source: Any, p
     pg = open_journal(pg_dsn)
     pending = pg.approvals(status="pending")
     assert [a.payload for a in pending] == [{"title": "post 2"}]
-    decided = _lil("approvals", "approve", pending[0].id, "--journal", pg_dsn, "--json")
+    decided = run_lil(
+        "approvals", "approve", pending[0].id, "--journal", pg_dsn, "--json", timeout=300
+    )
     assert decided.returncode == 0, decided.stderr
 
     from letitloop import approval, durable, step
@@ -155,7 +141,7 @@ def test_copy_refuses_a_destination_with_records(duckdb_source: Any, tmp_path: P
         from tests.cli.cli_workflows import pipeline
 
         pipeline(other, [])()
-        done = _lil("journal", "copy", src, str(other))
+        done = run_lil("journal", "copy", src, str(other), timeout=300)
         assert done.returncode == 1
         assert "is not empty" in done.stderr and "fix:" in done.stderr
         runs = open_journal(str(other)).list_runs()
@@ -170,7 +156,7 @@ def test_copy_refuses_a_source_with_a_run_executing(tmp_path: Path) -> None:
     try:
         journal = open_journal(str(src))
         journal.open_run(run_id="wf:busy", workflow="wf", key="busy")  # held by this process
-        done = _lil("journal", "copy", str(src), str(dst))
+        done = run_lil("journal", "copy", str(src), str(dst), timeout=300)
         assert done.returncode == 1
         assert "being executed" in done.stderr and "wf:busy" in done.stderr
     finally:

@@ -5,30 +5,17 @@ named schema, and refuses a journal newer than this letitloop with the fix."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from typing import Any
 
 import psycopg
 
 from letitloop.journal.postgres._schema import VERSION
-from tests.conftest import ROOT
-
-
-def _lil(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "letitloop", "journal", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        check=False,
-    )
+from tests.helpers import run_lil
 
 
 def _json(done: subprocess.CompletedProcess[str]) -> Any:
+    """Its output read as JSON, whatever its exit code (``--check`` exits 1 when behind)."""
     assert done.stdout, done.stderr
     return json.loads(done.stdout)
 
@@ -42,12 +29,12 @@ def _tables(dsn: str, schema: str) -> set[str]:
 
 
 def test_migrate_creates_then_keeps_the_schema(pg_dsn: str) -> None:
-    check = _lil("migrate", "--journal", pg_dsn, "--check", "--json")
+    check = run_lil("journal", "migrate", "--journal", pg_dsn, "--check", "--json")
     assert check.returncode == 1  # an empty database is behind
     assert _json(check)["version"] == 0 and _json(check)["behind"] is True
     assert _tables(pg_dsn, "letitloop") == set()  # --check changed nothing
 
-    done = _lil("migrate", "--journal", pg_dsn, "--json")
+    done = run_lil("journal", "migrate", "--journal", pg_dsn, "--json")
     assert done.returncode == 0, done.stderr
     info = _json(done)
     assert (info["version_before"], info["version"], info["migrated"]) == (0, VERSION, True)
@@ -55,15 +42,15 @@ def test_migrate_creates_then_keeps_the_schema(pg_dsn: str) -> None:
         pg_dsn, "letitloop"
     )
 
-    again = _lil("migrate", "--journal", pg_dsn)
+    again = run_lil("journal", "migrate", "--journal", pg_dsn)
     assert again.returncode == 0, again.stderr
     assert f"up to date (version {VERSION})" in again.stdout
-    assert _lil("migrate", "--journal", pg_dsn, "--check").returncode == 0
+    assert run_lil("journal", "migrate", "--journal", pg_dsn, "--check").returncode == 0
 
 
 def test_migrate_into_a_named_schema_leaves_the_default_alone(pg_dsn: str) -> None:
     url = pg_dsn + "?schema=team_a"
-    done = _lil("migrate", "--journal", url, "--json")
+    done = run_lil("journal", "migrate", "--journal", url, "--json")
     assert done.returncode == 0, done.stderr
     assert _json(done)["schema"] == "team_a"
     assert "runs" in _tables(pg_dsn, "team_a")
@@ -76,7 +63,9 @@ def test_migrate_into_a_named_schema_leaves_the_default_alone(pg_dsn: str) -> No
         return step("s", lambda: 41) + 1
 
     assert wf() == 42
-    status = _lil("status", "--journal", url)  # a DuckDB-only command says so, no traceback
+    status = run_lil(
+        "journal", "status", "--journal", url
+    )  # a DuckDB-only command says so, no traceback
     assert status.returncode == 1 and "PostgreSQL URL" in status.stderr, status.stderr
     with psycopg.connect(pg_dsn) as conn:
         found = conn.execute("SELECT run_id, status FROM team_a.runs").fetchall()
@@ -84,13 +73,13 @@ def test_migrate_into_a_named_schema_leaves_the_default_alone(pg_dsn: str) -> No
 
 
 def test_migrate_refuses_a_journal_newer_than_this_letitloop(pg_dsn: str) -> None:
-    assert _lil("migrate", "--journal", pg_dsn).returncode == 0
+    assert run_lil("journal", "migrate", "--journal", pg_dsn).returncode == 0
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO letitloop.lil_migrations(version, applied_by) VALUES (%s, 'future')",
             [VERSION + 1],
         )
-    done = _lil("migrate", "--journal", pg_dsn)
+    done = run_lil("journal", "migrate", "--journal", pg_dsn)
     assert done.returncode == 1
     assert f"schema version {VERSION + 1}" in done.stderr
     assert "fix: upgrade letitloop" in done.stderr

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.helpers import child_env, run_lil
 
 SCRIPT = """
 import sys
@@ -33,7 +32,7 @@ def test_lil_runs_resume_continues_a_run_on_postgres(pg_dsn: str, tmp_path: Path
     script = tmp_path / "nightly.py"
     script.write_text(SCRIPT)
     log = tmp_path / "ran.txt"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LIL_JOURNAL=pg_dsn)
+    env = child_env(pg_dsn)
     first = subprocess.run(
         [sys.executable, str(script), str(log)],
         capture_output=True,
@@ -44,16 +43,8 @@ def test_lil_runs_resume_continues_a_run_on_postgres(pg_dsn: str, tmp_path: Path
         check=False,
     )
     assert first.stdout.strip() == "Suspended", first.stderr
-    env.pop("LIL_JOURNAL")
-    resumed = subprocess.run(
-        [sys.executable, "-m", "letitloop", "runs", "resume", "pgresume.wf:x1"]
-        + ["--journal", pg_dsn, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
+    resumed = run_lil(
+        "runs", "resume", "pgresume.wf:x1", "--journal", pg_dsn, "--json", cwd=tmp_path
     )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["result"] == 2

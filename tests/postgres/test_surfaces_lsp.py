@@ -6,7 +6,6 @@ events; hovers read the run from the database."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT, child_env
 from tests.lsp.lsp_helpers import codes, open_doc, pos, start, tdi, wait_diagnostics
 
 FLOWS_SOURCE = (ROOT / "tests" / "lsp" / "lsp_flows.py").read_text()
@@ -32,12 +31,7 @@ class _Request:
 async def test_lil_lsp_follows_a_run_in_another_process(pg_dsn: str, tmp_path: Path) -> None:
     flows = tmp_path / "flows.py"
     flows.write_text(FLOWS_SOURCE)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "LIL_LSP_DEBOUNCE": "0.02",
-        "LIL_JOURNAL": pg_dsn,
-    }
+    env = child_env(pg_dsn, LIL_LSP_DEBOUNCE="0.02")
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "letitloop.lsp", "--journal", pg_dsn],
         server_env=env,

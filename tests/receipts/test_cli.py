@@ -10,26 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from letitloop.cli._receipt import receipt
+from tests.helpers import clean_failure, invoke_lil
 from tests.receipts.conftest import BILLING, KEY, PY, commit
 
 CHARGE = "src/billing.py::charge"
 
 
 def lil_receipt(*args: str, key: str | None = KEY) -> Result:
-    env = {"LIL_RECEIPT_KEY": key} if key else {}
-    return CliRunner().invoke(receipt, list(args), env=env)
-
-
-def clean_failure(result: Result, *phrases: str) -> str:
-    assert result.exit_code == 1, (result.output, result.exception)
-    assert "Traceback" not in result.output
-    assert result.stderr.startswith("error: ") and "\n  fix: " in result.stderr, result.stderr
-    for phrase in phrases:
-        assert phrase in result.stderr, result.stderr
-    return result.stderr
+    """``lil receipt ARGS`` in this process, with ``key`` as LIL_RECEIPT_KEY."""
+    return invoke_lil("receipt", *args, env={"LIL_RECEIPT_KEY": key} if key else {})
 
 
 @pytest.fixture
@@ -142,11 +134,11 @@ def test_registered_under_lil_with_the_commands_line(
     line = ("letitloop.cli._receipt", "receipt", "Sign what really ran in CI, and verify it.")
     monkeypatch.setitem(lil.lazy, "receipt", line)  # what the lead adds to COMMANDS
     monkeypatch.delitem(lil.commands, "receipt", raising=False)
-    top = CliRunner().invoke(lil, ["--help"])
+    top = invoke_lil("--help")
     assert re.search(r"\n  receipt +Sign what really ran in CI, and verify it\.\n", top.stdout)
     env = {"LIL_RECEIPT_KEY": KEY}
-    ran = CliRunner().invoke(lil, ["receipt", "run", PY, "check.py"], env=env)  # no `--` needed
+    ran = invoke_lil("receipt", "run", PY, "check.py", env=env)  # no `--` needed
     assert ran.exit_code == 0, ran.output
-    assert CliRunner().invoke(lil, ["receipt", "verify", "receipt.json"], env=env).exit_code == 0
-    missing = CliRunner().invoke(lil, ["receipt", "verify", "nope.json"], env=env)
+    assert invoke_lil("receipt", "verify", "receipt.json", env=env).exit_code == 0
+    missing = invoke_lil("receipt", "verify", "nope.json", env=env)
     assert missing.exit_code == 1 and missing.stderr.startswith("error: cannot read the receipt")

@@ -11,14 +11,13 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from letitloop.cli import lil
 from letitloop.splice import DefinitionRenamedError, TargetNotFoundError, replace
+from tests.helpers import child_env, invoke_lil, lil_command
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTWRAP = ROOT / "tests" / "data" / "splice" / "replace_keeps_trailing_comments_textwrap"
@@ -103,7 +102,8 @@ def test_comments_indented_deeper_or_shallower_are_not_trailing_body_comments() 
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(lil, ["splice", *args])
+    """``lil splice ARGS`` in this process."""
+    return invoke_lil("splice", *args)
 
 
 @pytest.fixture
@@ -180,8 +180,8 @@ def test_a_closed_pipe_ends_a_dry_run_quietly(tw: Path, tmp_path: Path) -> None:
     os.close(read_end)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "letitloop", "splice", "replace", str(tw), TARGET]
-            + ["--with", str(new), "--dry-run"],
+            [*lil_command(), "splice", "replace", str(tw), TARGET, "--with", str(new), "--dry-run"],
+            env=child_env(),
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,

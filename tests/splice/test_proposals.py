@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from letitloop import durable, step
-from letitloop.cli import lil
 from letitloop.journal.duckdb._client import open_journal
 from letitloop.splice import (
     ProposalConflictError,
@@ -19,6 +16,7 @@ from letitloop.splice import (
     propose_splice,
     reject_proposal,
 )
+from tests.helpers import as_json, invoke_lil
 
 APP = """\
 # billing.py -- keep this header
@@ -58,13 +56,11 @@ def test_agent_proposes_person_applies_through_the_cli(app: Path, journal_path: 
 
     # meanwhile someone edits another part of the file: the proposal still applies
     app.write_text(APP.replace("0.2", "0.25"))
-    runner = CliRunner()
-    base = ["--journal", str(journal_path), "splice"]
-    listed = json.loads(runner.invoke(lil, [*base, "list", "--json"]).output)
+    listed = as_json(invoke_lil("splice", "list", "--json", journal=journal_path))
     assert [p["id"] for p in listed] == [pid]
-    shown = runner.invoke(lil, [*base, "show", pid[:6]])
+    shown = invoke_lil("splice", "show", pid[:6], journal=journal_path)
     assert "round(sum(items), 2)" in shown.output
-    applied = runner.invoke(lil, [*base, "apply", pid[:6]])
+    applied = invoke_lil("splice", "apply", pid[:6], journal=journal_path)
     assert applied.exit_code == 0, applied.output
     expected = APP.replace("0.2", "0.25").replace(
         "    # sum the prices\n    return sum(items)\n",
@@ -73,7 +69,7 @@ def test_agent_proposes_person_applies_through_the_cli(app: Path, journal_path: 
     assert app.read_text() == expected  # only the target changed, header and tax edit kept
     done = get_proposal(pid, journal=journal)
     assert done.state == "applied" and done.decided_by and done.decided_at
-    again = runner.invoke(lil, [*base, "apply", pid])
+    again = invoke_lil("splice", "apply", pid, journal=journal_path)
     assert again.exit_code == 1 and "already applied by" in again.output
 
 

@@ -7,9 +7,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from letitloop.cli import COMMANDS, lil
+from letitloop.cli import COMMANDS
+from tests.helpers import clean_failure, invoke_lil, ok
 
 APP = """\
 # Copyright (c) 2025 Example
@@ -30,24 +31,8 @@ NEW_FETCH = "def fetch(self, url: str) -> bytes:\n    return url.encode()\n"
 
 
 def run(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(lil, ["splice", *args], input=input)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
-
-
-def clean_failure(result: Result, *phrases: str) -> str:
-    """Exit 1 with ``error: ...`` and ``fix: ...`` on stderr, and no traceback."""
-    assert result.exit_code == 1, (result.output, result.exception)
-    assert isinstance(result.exception, SystemExit)
-    assert "Traceback" not in result.output
-    assert result.stderr.startswith("error: "), result.stderr
-    assert "\n  fix: " in result.stderr
-    for phrase in phrases:
-        assert phrase in result.stderr, result.stderr
-    return result.stderr
+    """``lil splice ARGS`` in this process."""
+    return invoke_lil("splice", *args, input=input)
 
 
 @pytest.fixture
@@ -61,7 +46,7 @@ def app(tmp_path: Path) -> Path:
 
 def test_splice_is_registered_lazily() -> None:
     assert COMMANDS["splice"][:2] == ("letitloop.cli._splice", "splice")
-    assert "splice" in CliRunner().invoke(lil, ["--help"]).output
+    assert "splice" in invoke_lil("--help").output
     assert "outer.<locals>.inner" in ok(run("--help"))
 
 

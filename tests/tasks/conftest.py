@@ -8,14 +8,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import child_env, pids_matching, run_lil, start_lil, wait_until
+
 AGENTS = Path(__file__).resolve().parent / "agents"
 
 
@@ -59,57 +59,40 @@ class Project:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
     def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "PATH": f"{self.bin}:/usr/bin:/bin",
-            "PYTHONPATH": str(REPO),
-            "LIL_JOURNAL": str(self.journal),
-            "FAKE_AGENT_PLAN": str(self.plan_file),
-            "FAKE_AGENT_LOG": str(self.log),
-            "COLUMNS": "200",
+        """The project's environment: its fake agents alone on PATH, its journal and plan."""
+        return child_env(
+            self.journal,
+            PATH=f"{self.bin}:/usr/bin:/bin",
+            FAKE_AGENT_PLAN=str(self.plan_file),
+            FAKE_AGENT_LOG=str(self.log),
+            COLUMNS="200",
             **self.extra_env,
-        }
+        )
 
     def lil(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "letitloop", *args],
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        """``lil ARGS`` run to its end in the project."""
+        return run_lil(*args, env=self.env(), cwd=self.root, timeout=timeout)
 
     def start_lil(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "letitloop", *args],
-            cwd=self.root,
-            env=self.env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        """``lil ARGS`` left running in the project."""
+        return start_lil(*args, env=self.env(), cwd=self.root)
 
     def wait_for_calls(self, n: int, timeout: float = 60) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            calls = self.calls()
-            if len(calls) >= n:
-                return calls
-            time.sleep(0.05)
-        raise AssertionError(f"expected {n} agent calls, saw {self.calls()}")
+        """The agent calls once there are ``n`` of them."""
+        seen = wait_until(
+            lambda: (calls,) if len(calls := self.calls()) >= n else None,
+            timeout,
+            what=lambda: f"{n} agent calls, saw {self.calls()}",
+        )
+        return seen[0]
 
 
 def kill_agents(project: Project) -> None:
     """SIGKILL any fake agent of this project still running, so a test never leaves one."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in pids_matching(str(project.bin)):
         try:
-            cmd = (proc / "cmdline").read_bytes()
-            if str(project.bin).encode() in cmd and int(proc.name) != os.getpid():
-                os.kill(int(proc.name), signal.SIGKILL)
-        except (OSError, ValueError):
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
             continue
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
+from tests.helpers import pids_matching, wait_until
 from tests.tasks.conftest import Project
 
 TASK = """
@@ -28,32 +28,20 @@ GOOD = {"do": "write", "files": {"src/answer.txt": "42\n"}}
 PARTIAL = {"do": "write", "files": {"src/answer.txt": "4"}, "then": "hang"}
 
 
-def _agent_pids(project: Project) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if str(project.bin).encode() in (proc / "cmdline").read_bytes():
-                    pids.append(int(proc.name))
-            except OSError:
-                pass
-    return pids
-
-
 def _wait_gone(project: Project, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while _agent_pids(project) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _agent_pids(project), "the agent outlived its runner"
+    wait_until(
+        lambda: not pids_matching(str(project.bin)),
+        timeout,
+        what="the agent to end with its runner (it outlived it)",
+    )
 
 
 def _wait_file(path: Path, text: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text() == text:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never held {text!r}")
+    wait_until(
+        lambda: path.exists() and path.read_text() == text,
+        timeout,
+        what=lambda: f"{path} to hold {text!r}",
+    )
 
 
 def test_sigkill_mid_attempt_resumes_without_repeating(project: Project) -> None:

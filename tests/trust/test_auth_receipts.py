@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from letitloop.cli import lil
 from letitloop.receipts import ReceiptKeyError, generate_ed25519, run, verify
 from letitloop.receipts._keys import HmacKey
+from tests.helpers import invoke_lil
 from tests.receipts.conftest import BILLING, CHECK, KEY, PY, commit, git
 
 
@@ -43,7 +42,7 @@ def _forge_with(secret: bytes, receipt_path: Path) -> None:
 
 
 def _verify_cli(receipt: Path, *args: str) -> object:
-    return CliRunner().invoke(lil, ["receipt", "verify", str(receipt), *args], env={})
+    return invoke_lil("receipt", "verify", str(receipt), *args, env={})
 
 
 def test_a_public_pem_is_refused_as_an_hmac_key(repo: Path, tmp_path: Path) -> None:
@@ -78,6 +77,6 @@ def test_a_non_ascii_signature_is_a_mismatch_not_a_traceback(repo: Path, tmp_pat
     forged["signatures"][0]["sig"] = "é" * 64
     assert verify(forged, key=KEY, cwd=repo).failed_names == ["signature"]
     receipt.write_text(json.dumps(forged))
-    res = CliRunner().invoke(lil, ["receipt", "verify", str(receipt)], env={"LIL_RECEIPT_KEY": KEY})
+    res = invoke_lil("receipt", "verify", str(receipt), env={"LIL_RECEIPT_KEY": KEY})
     assert res.exit_code == 1 and "FAIL signature" in res.output
     assert res.exception is None or isinstance(res.exception, SystemExit)

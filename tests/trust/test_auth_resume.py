@@ -17,12 +17,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
-from letitloop.cli import lil
 from letitloop.errors import RunLockedError, TamperedDataError
 from letitloop.journal.duckdb._client import OwnerJournal, open_journal, stop_owner
 from letitloop.kernel._resume import resume_run
+from tests.helpers import invoke_lil
 
 WORKFLOW = """
 from pathlib import Path
@@ -96,7 +95,7 @@ def test_a_tampered_entry_or_arguments_are_never_imported(
     modules["gate"].write_text("open")
     with pytest.raises(TamperedDataError, match="not authenticated"):
         resume_run(open_journal(journal_path), run_id)
-    res = CliRunner().invoke(lil, ["--journal", str(journal_path), "runs", "resume", run_id])
+    res = invoke_lil("runs", "resume", run_id, journal=journal_path)
     assert res.exit_code != 0 and "not authenticated" in res.output
     assert "Traceback" not in res.output
     assert not modules["pwned"].exists(), "the tampered entry point was imported"

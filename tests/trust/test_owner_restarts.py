@@ -15,23 +15,8 @@ import pytest
 
 from letitloop.journal._config import JournalPaths
 from tests.crash.crash_helpers import Worker
-from tests.helpers import child_env, pid_alive, run_lil, wait_gone, wait_until
+from tests.helpers import child_env, owner_pids, pid_alive, run_lil, wait_gone, wait_until
 from tests.trust.trust_helpers import start_owner
-
-
-def _owners_of(journal_path: Path) -> list[int]:
-    """Pids of owner processes serving (or starting for) this journal."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"letitloop.journal.duckdb.owner" in cmd and str(journal_path).encode() in cmd:
-            found.append(int(name))
-    return found
 
 
 def _expected(n: int) -> int:
@@ -51,7 +36,7 @@ def test_owners_killed_while_starting_are_started_again(journal_path: Path, tmp_
 
     def killer() -> None:
         while not stop.is_set() and len(killed) < 3:
-            for pid in _owners_of(journal_path):
+            for pid in owner_pids(journal_path):
                 if pid not in killed:
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
@@ -116,9 +101,9 @@ def test_a_deleted_socket_file_is_recreated_and_new_clients_connect(journal_path
     wait_until(paths.pid_file.exists, 5, what="the pid file", interval=0.005)
     assert journal.stats()["pid"] == pid
     wait_until(
-        lambda: _owners_of(journal_path) == [pid],
+        lambda: owner_pids(journal_path) == [pid],
         15,
-        what=lambda: f"no owner but {pid} (owners: {_owners_of(journal_path)})",
+        what=lambda: f"no owner but {pid} (owners: {owner_pids(journal_path)})",
         interval=0.005,
     )
     journal.close()

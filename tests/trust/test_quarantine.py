@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-from click.testing import CliRunner
 
 from letitloop import durable, step
-from letitloop.cli import lil
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import open_journal, stop_owner
 from letitloop.journal.duckdb.owner._log import frame
+from tests.helpers import invoke_lil
 
 
 def _poison(path: Path, run_id: str) -> None:
@@ -34,7 +33,7 @@ def _poison(path: Path, run_id: str) -> None:
 
 
 def _doctor(path: Path, *args: str) -> Any:
-    res = CliRunner().invoke(lil, ["--journal", str(path), "journal", "doctor", "--json", *args])
+    res = invoke_lil("journal", "doctor", "--json", *args, journal=path)
     assert "Traceback" not in res.output
     return json.loads(res.output), res.exit_code
 

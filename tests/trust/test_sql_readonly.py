@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from letitloop import durable, step
-from letitloop.cli import lil
 from letitloop.errors import ConfigError
+from tests.helpers import invoke_lil
 
 
 def _sql(path: Path, query: str, *flags: str) -> Any:
-    return CliRunner().invoke(lil, ["--journal", str(path), "journal", "sql", query, *flags])
+    return invoke_lil("journal", "sql", query, *flags, journal=path)
 
 
 @pytest.fixture

@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from letitloop import approval, durable, step
-from letitloop.cli import lil
 from letitloop.errors import ConfigError, JournalError, LetItLoopError, Suspended
+from tests.helpers import invoke_lil
 
 
 def _lil(path: Path, *args: str) -> Any:
-    res = CliRunner().invoke(lil, ["--journal", str(path), *args])
+    res = invoke_lil(*args, journal=path)
     assert "Traceback" not in res.output, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     return res

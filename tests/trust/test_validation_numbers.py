@@ -11,12 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from letitloop import durable, step
-from letitloop.cli import lil
 from letitloop.errors import ConfigError
 from letitloop.kernel._cost import record_cost
+from tests.helpers import invoke_lil
 
 
 def _healthy(journal: Any) -> None:
@@ -88,9 +87,7 @@ def test_lil_runs_budget_out_of_range_fails_clearly(
 
     budgeted()
     (info,) = journal.list_runs()
-    res = CliRunner().invoke(
-        lil, ["--journal", str(journal_path), "runs", "budget", info.run_id, "--usd", usd]
-    )
+    res = invoke_lil("runs", "budget", info.run_id, "--usd", usd, journal=journal_path)
     assert res.exit_code != 0
     assert "--usd must be a number of US dollars" in res.output, res.output
     assert "Traceback" not in res.output
