@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import child_env
 from tests.limits.counting_server import Counter
 
 HERE = Path(__file__).parent
@@ -57,7 +58,7 @@ def test_four_processes_share_60_rpm_and_a_killed_waiter_loses_nothing(
     journal_path: Path, counter: Counter
 ) -> None:
     journal = journal_path
-    env = os.environ | {"LIL_JOURNAL": str(journal), "PYTHONPATH": str(ROOT)}
+    env = child_env(journal)
     procs = [_spawn(env, f"w{i}", counter.url) for i in range(4)]
     try:
         deadline = time.monotonic() + 60

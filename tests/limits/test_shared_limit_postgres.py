@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import child_env
 from tests.limits.counting_server import Counter
 
 HERE = Path(__file__).parent
@@ -48,7 +49,7 @@ def _popen(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
 def test_dask_workers_and_a_killed_waiter_share_60_rpm_on_postgres(
     pg_dsn: str, counter: Counter
 ) -> None:
-    env = os.environ | {"PYTHONPATH": str(ROOT), "LIL_JOURNAL": pg_dsn}
+    env = child_env(pg_dsn)
     fan = _popen([str(HERE / "dask_limited.py"), pg_dsn, counter.url, str(N)], env)
     waiter = _popen([str(HERE / "limit_flows.py"), "pgw", counter.url, "50"], env)
     try:

@@ -26,10 +26,9 @@ import pytest
 
 from letitloop.journal._config import tool_table
 from letitloop.journal._trust import UntrustedConfigWarning, distrust
+from tests.helpers import child_env
 from tests.notify.receiver import Receiver
 from tests.trust.local_users import User, as_user, throwaway_user
-
-ROOT = Path(__file__).resolve().parents[2]
 
 VICTIM = r"""
 import json, sys, warnings
@@ -108,8 +107,8 @@ def _plant(intruder: User, shared: Path, url: str) -> Path:
 
 
 def _victim(cwd: Path, run_id: str) -> tuple[dict[str, object], str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIL_JOURNAL", "LIL_NOTIFY"))}
-    env.update(PYTHONPATH=str(ROOT), LIL_SHARE_GROUP="")
+    env = child_env(LIL_SHARE_GROUP="")
+    env = {k: v for k, v in env.items() if not k.startswith(("LIL_JOURNAL", "LIL_NOTIFY"))}
     done = subprocess.run(
         [sys.executable, "-c", VICTIM, run_id],
         cwd=cwd,

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from letitloop.journal.postgres import _schema
-from tests.conftest import ROOT
+from tests.helpers import ROOT, child_env
 from tests.postgres.test_cli_roles import roles
 
 __all__ = ["roles"]
@@ -54,7 +54,7 @@ print("SECONDS", round(time.monotonic() - started, 1), flush=True)
 
 def _call(url: str, key: str, *, limit: float = 3.0, deadline: float = 90.0) -> dict[str, str]:
     """Call the workflow in a process of its own with LIL_WRITE_TIMEOUT=limit; what it said."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LIL_WRITE_TIMEOUT=str(limit))
+    env = child_env(LIL_WRITE_TIMEOUT=str(limit))
     try:
         done = subprocess.run(
             [sys.executable, "-c", WORKFLOW, url, key, "0"],
@@ -111,7 +111,7 @@ def test_a_dead_holders_run_is_taken_over_though_a_viewer_holds_its_lease_lock(
     """A worker dies inside a step (SIGKILL); the viewer had taken the advisory lock of its
     lease (run, token). The run is free at once all the same: the lock counts only on the
     session the lease names."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     proc = subprocess.Popen(
         [sys.executable, "-c", WORKFLOW, roles["worker"], "dies", "600"],
         stdout=subprocess.PIPE,
@@ -196,7 +196,7 @@ def test_a_viewer_cannot_silence_notifications(
         monkeypatch.delenv("LIL_NOTIFY_URL")  # the failing run's own process does not deliver
         fails = subprocess.run(
             [sys.executable, str(ROOT / "tests" / "notify" / "notify_flows.py"), "fail"],
-            env=dict(os.environ, PYTHONPATH=str(ROOT), LIL_JOURNAL=roles["worker"]),
+            env=child_env(roles["worker"]),
             capture_output=True,
             text=True,
             timeout=120,
