@@ -12,14 +12,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import _kill_owner
-from tests.distributed.dask_helpers import busy_worker, lines
+from tests.distributed.dask_helpers import busy_worker, lines, wait_lines
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -50,17 +49,6 @@ def _start(tmp: Path, delay: float, marker: int | None = None) -> subprocess.Pop
     )
 
 
-def _wait(tmp: Path, what: str, count: int, proc: subprocess.Popen[str], limit: float = 90) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if sum(1 for w, _, _ in lines(tmp) if w == what) >= count:
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"orchestrator exited early: {proc.communicate()}")
-        time.sleep(0.05)
-    raise AssertionError(f"no {count} {what!r} lines within {limit} s: {lines(tmp)}")
-
-
 def _finish(proc: subprocess.Popen[str], limit: float = 120) -> tuple[int, str, str]:
     try:
         out, err = proc.communicate(timeout=limit)
@@ -85,7 +73,7 @@ EXPECTED = f"RESULT {sum(i * i for i in range(N))}"
 
 def test_a_killed_worker_reruns_only_its_item_elsewhere(lab: Path) -> None:
     proc = _start(lab, delay=0.25)
-    _wait(lab, "done", 6, proc)
+    wait_lines(lab, "done", 6, proc)
     done = {i for w, i, _ in lines(lab) if w == "done"}
     victim = busy_worker(lab)
     os.kill(victim, signal.SIGKILL)
@@ -101,7 +89,7 @@ def test_a_killed_worker_reruns_only_its_item_elsewhere(lab: Path) -> None:
 
 def test_a_killed_orchestrator_reattaches_and_submits_only_unfinished_items(lab: Path) -> None:
     first = _start(lab, delay=0.2)
-    _wait(lab, "done", 8, first)
+    wait_lines(lab, "done", 8, first)
     _killpg(first)  # the orchestrator and its whole LocalCluster
     first.wait(timeout=30)
     before = _starts(lab)
@@ -130,7 +118,7 @@ def test_a_killed_orchestrator_reattaches_and_submits_only_unfinished_items(lab:
 
 def test_a_marker_in_doubt_on_a_killed_worker_is_never_repeated(lab: Path) -> None:
     proc = _start(lab, delay=0.05, marker=3)
-    _wait(lab, "effect", 1, proc)
+    wait_lines(lab, "effect", 1, proc)
     pid = next(p for w, i, p in lines(lab) if w == "effect" and i == 3)
     os.kill(pid, signal.SIGKILL)
     rc, _, err = _finish(proc)

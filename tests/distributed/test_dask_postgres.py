@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.distributed.dask_helpers import busy_worker, lines
+from tests.distributed.dask_helpers import busy_worker, lines, wait_lines
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -130,14 +130,6 @@ def _run(tmp: Path, journal: str, address: str, delay: float) -> subprocess.Pope
     )
 
 
-def _wait_done(tmp: Path, count: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120
-    while sum(1 for w, _, _ in lines(tmp) if w == "done") < count:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, lines(tmp)
-        time.sleep(0.05)
-
-
 def test_workers_need_only_the_journal_url(cluster: Cluster, pg_dsn: str, tmp_path: Path) -> None:
     proc = _run(tmp_path, pg_dsn, cluster.address, delay=0.02)
     out, err = proc.communicate(timeout=180)
@@ -161,9 +153,9 @@ def test_worker_and_orchestrator_killed_on_postgres(
     cluster: Cluster, pg_dsn: str, tmp_path: Path
 ) -> None:
     first = _run(tmp_path, pg_dsn, cluster.address, delay=0.2)
-    _wait_done(tmp_path, 5, first)
+    wait_lines(tmp_path, "done", 5, first, 120)
     os.kill(busy_worker(tmp_path), signal.SIGKILL)  # mid-item: its nanny starts a new one
-    _wait_done(tmp_path, 10, first)
+    wait_lines(tmp_path, "done", 10, first, 120)
     os.killpg(first.pid, signal.SIGKILL)  # then the orchestrator, mid-map
     first.wait(timeout=30)
     done_before = {i for w, i, _ in lines(tmp_path) if w == "done"}

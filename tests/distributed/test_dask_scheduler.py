@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from tests.conftest import _kill_owner
-from tests.distributed.dask_helpers import lines
-from tests.distributed.test_dask_postgres import Cluster, _run, _wait_done, start_cluster
+from tests.distributed.dask_helpers import lines, wait_lines
+from tests.distributed.test_dask_postgres import Cluster, _run, start_cluster
 
 N = 24
 EXPECTED = f"RESULT {sum(i * i for i in range(N))}"
@@ -22,7 +22,7 @@ def test_a_killed_scheduler_stops_the_map_and_a_new_one_resumes_it(tmp_path: Pat
     second: Cluster | None = None
     try:
         first = _run(tmp_path, journal, cluster.address, delay=0.2)
-        _wait_done(tmp_path, 6, first)
+        wait_lines(tmp_path, "done", 6, first, 120)
         cluster.stop()  # scheduler and workers gone, as when the cluster's host dies
         t = time.monotonic()
         out, err = first.communicate(timeout=120)
