@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import pytest
 
 from tests.adapters.conftest import ROOT, framework_python
 from tests.adapters.test_adapter_docs import framework_env
-from tests.helpers import lil_json, run_lil
+from tests.helpers import lil_json, run_lil, wait_until
 
 SCRIPT = ROOT / "tests" / "adapters" / "frameworks" / "smol_agent.py"
 MODEL_CALLS = {"code": 4, "tool": 4, "multi": 5}
@@ -74,12 +73,15 @@ class Case:
             stderr=subprocess.PIPE,
             cwd=self.out,
         )
-        deadline = time.monotonic() + TIMEOUT
+
+        def reached() -> bool:
+            if len(self.lines(log)) >= count:
+                return True
+            assert proc.poll() is None, f"the agent ended early: {proc.stderr.read()!r}"  # type: ignore[union-attr]
+            return False
+
         try:
-            while len(self.lines(log)) < count:
-                assert proc.poll() is None, f"the agent ended early: {proc.stderr.read()!r}"  # type: ignore[union-attr]
-                assert time.monotonic() < deadline, f"{log} never reached {count} lines"
-                time.sleep(0.05)
+            wait_until(reached, TIMEOUT, what=f"{log} to reach {count} lines")
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)

@@ -5,10 +5,11 @@ steps in seconds, through the journal's own batch import rather than 100,000 ste
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from tests.helpers import wait_until
 
 DAY = 86400.0
 START = 1_793_534_400.0  # 2026-11-01 12:00 UTC: noon, so the day is the same in any time zone
@@ -141,11 +142,13 @@ def wait_folded(journal: Any, timeout: float = 600.0) -> None:
     (its steps in bulk, far faster), so a big import is folded batch by batch."""
     if not hasattr(journal, "stats"):
         return
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def folded() -> bool:
         stats = journal.stats()
-        if stats["folded_lsn"] >= stats["log_end"]:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the owner folded {stats['folded_lsn']} of {stats['log_end']}")
-        time.sleep(0.2)
+        return bool(stats["folded_lsn"] >= stats["log_end"])
+
+    def said() -> str:
+        stats = journal.stats()
+        return f"the owner to fold its log (folded {stats['folded_lsn']} of {stats['log_end']})"
+
+    wait_until(folded, timeout, what=said, interval=0.2)

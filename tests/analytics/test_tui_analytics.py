@@ -13,6 +13,7 @@ from letitloop.journal import open_journal
 from letitloop.tui._analytics import AnalyticsScreen
 from letitloop.tui._app import LilApp
 from letitloop.tui._model import Clock, FrozenClock
+from tests.helpers import wait_until_async
 
 SIZE = (140, 36)
 
@@ -31,12 +32,12 @@ async def settle(app: Any, pilot: Any) -> None:
 
 
 async def until_loaded(app: Any, pilot: Any, count: int) -> AnalyticsScreen:
-    import time
-
-    deadline = time.monotonic() + 30
-    while not (isinstance(app.screen, AnalyticsScreen) and app.screen.loaded >= count):
-        assert time.monotonic() < deadline, "the analytics screen did not load"
-        await pilot.pause(0.05)
+    await wait_until_async(
+        lambda: isinstance(app.screen, AnalyticsScreen) and app.screen.loaded >= count,
+        30,
+        what="the analytics screen to load",
+        pause=pilot.pause,
+    )
     return app.screen
 
 
@@ -90,20 +91,23 @@ def test_analytics_screen_snapshot(journal_path: Path, snap_compare: Any) -> Non
     synthetic.fill(open_journal(journal_path))
 
     async def before(pilot: Any) -> None:
-        import time
-
         await settle(pilot.app, pilot)
         await pilot.press("5")
         screen = await until_loaded(pilot.app, pilot, 1)
         await settle(pilot.app, pilot)
         # the tables size their columns to the new rows on a later refresh: a capture before it
         # shows every column clipped to its header
-        deadline = time.monotonic() + 15
-        while any(
-            t._require_update_dimensions or t._updated_cells for t in screen.query(DataTable)
-        ):
-            assert time.monotonic() < deadline, "the analytics tables never sized their columns"
-            await pilot.pause(0.05)
+        await wait_until_async(
+            lambda: (
+                not any(
+                    t._require_update_dimensions or t._updated_cells
+                    for t in screen.query(DataTable)
+                )
+            ),
+            15,
+            what="the analytics tables to size their columns",
+            pause=pilot.pause,
+        )
         await pilot.pause()
 
     app = LilApp(journal_path, clock=FrozenClock())

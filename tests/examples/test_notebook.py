@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import time
 from collections.abc import Callable
 
 import nbformat
@@ -17,6 +16,7 @@ from nbclient import NotebookClient
 
 from letitloop import open_journal
 from tests.examples.cookbook import Example, run_it
+from tests.helpers import wait_until
 
 RUN = "jupyter execute durable_cells.ipynb"
 
@@ -37,13 +37,12 @@ def _kill_the_kernel_mid_loop(ex: Example) -> int:
         for source in code[:loop]:
             assert kc.execute_interactive(source, timeout=60)["content"]["status"] == "ok"
         kc.execute(code[loop])
-        deadline = time.monotonic() + 120
-        done = 0
-        while done < 5:
-            assert time.monotonic() < deadline, "the loop never reached 5 steps"
-            time.sleep(0.05)
+
+        def steps_done() -> int | None:
             runs = journal.list_runs(workflow="cell.summaries") if ex.journal_path.exists() else []
-            done = runs[0].steps_done if runs else 0
+            return runs[0].steps_done if runs and runs[0].steps_done >= 5 else None
+
+        done = wait_until(steps_done, 120, what="the loop to reach 5 steps")
         os.kill(km.provisioner.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
         km.provisioner.process.wait()  # type: ignore[union-attr]
     finally:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 
 from tests.examples.cookbook import Example, run_it
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_until
 
 BURST, PER_SECOND = 60, 10  # rpm = 600: a tenth of the minute at once, then 10 a second
 
@@ -58,10 +57,12 @@ def test_three_processes_one_limit_a_kill_and_a_webhook(example: Callable[..., E
     notes = (ex.dir / "notifications.jsonl").read_text().splitlines()
     assert [json.loads(n)["event"] for n in notes] == ["approval_waiting"]
     assert "bad or missing signature" not in receiver.output()
-    deadline = time.monotonic() + 30
-    while "delivered" not in (listed := ex.ok("lil notify list")):
-        assert time.monotonic() < deadline, listed
-        time.sleep(0.2)
+
+    def delivered() -> str | None:
+        listed = ex.ok("lil notify list")
+        return listed if "delivered" in listed else None
+
+    listed = wait_until(delivered, 30, what=lambda: ex.ok("lil notify list"), interval=0.2)
     assert "approval_waiting" in listed and "triage:shard-1-of-3" in listed
 
     ex.ok("lil approvals approve ID", ID=waiting.group(1))

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from letitloop import durable, step
-from tests.helpers import invoke_lil
+from tests.helpers import invoke_lil, wait_until
 
 
 def test_updated_moves_with_every_step_while_the_run_goes_on(any_journal: Any) -> None:
@@ -23,13 +23,13 @@ def test_updated_moves_with_every_step_while_the_run_goes_on(any_journal: Any) -
     worker = threading.Thread(target=slow, daemon=True)
     worker.start()
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+
+        def two_done() -> bool:
             run = any_journal.list_runs(workflow="slow")
             attempts = any_journal.get_run("slow:s1").attempts if run else []
-            if len([a for a in attempts if a.status == "completed"]) == 2:
-                break
-            time.sleep(0.02)
+            return len([a for a in attempts if a.status == "completed"]) == 2
+
+        wait_until(two_done, 20, what="two completed steps", interval=0.02)
         [info] = any_journal.list_runs(workflow="slow")
         ended = max(a.ended or 0 for a in any_journal.get_run("slow:s1").attempts)
         assert info.status == "running"

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import Lil, child_env
+from tests.helpers import Lil, child_env, wait_until
 
 HERE = Path(__file__).resolve().parent
 
@@ -124,14 +123,14 @@ def test_lil_runs_fork_refuses_a_running_run_and_bad_steps(
         [sys.executable, "-c", code], env=env, cwd=tmp_path, stdout=subprocess.PIPE, text=True
     )
     try:
-        for _ in range(600):  # up to a minute or so on a loaded machine
+
+        def at_second() -> bool:
             listed = lil.run("runs", "list", "--json")  # fails until created
             runs = json.loads(listed.stdout) if listed.returncode == 0 else []
-            if runs and runs[0]["current_step"] == "second":
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the blocked run never reached its second step")
+            return bool(runs) and runs[0]["current_step"] == "second"
+
+        # 600 tries of a lil subprocess and 0.1 s before: minutes on a loaded machine
+        wait_until(at_second, 240, what="the blocked run to reach its second step", interval=0.1)
         proc = lil.run("runs", "fork", "fork.blocked:b1", "--from", "second")
         assert proc.returncode == 1, proc.stdout
         assert proc.stderr.startswith("error: "), proc.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +17,14 @@ from letitloop.journal.duckdb._client import open_journal
 from letitloop.tui._app import LilApp
 from letitloop.tui._detail import DetailScreen
 from letitloop.tui._widgets import ConfirmScreen
+from tests.helpers import wait_until_async
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
 async def _until(pilot: Any, condition: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {condition}"
-        await pilot.pause(0.05)
-    return value
+    return await wait_until_async(condition, timeout, pause=pilot.pause)
 
 
 def _plain(static: Any) -> str:

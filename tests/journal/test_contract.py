@@ -23,6 +23,7 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.journal._contract import CheckpointRow, CheckpointWrite, EventInfo, Proposal
+from tests.helpers import wait_until
 
 BACKENDS = ["memory", "owner", "postgres"]
 
@@ -81,10 +82,7 @@ def ok(run: str, pos: int, out: bytes = b"1", att: int = 1, name: str = "s") -> 
 
 def released(j: Any, run: str) -> None:
     """Wait until the journal shows ``run`` unheld (the owner's release is not acknowledged)."""
-    deadline = time.monotonic() + 10
-    while j.get_run(run).run.holder is not None:
-        assert time.monotonic() < deadline, f"{run} still held"
-        time.sleep(0.01)
+    wait_until(lambda: j.get_run(run).run.holder is None, 10, what=f"{run} released", interval=0.01)
 
 
 def start(j: Any, run: str = "wf:a", **kw: Any) -> Any:
@@ -367,10 +365,12 @@ def test_an_unwaited_step_start_reaches_other_sessions_soon(backend: Any) -> Non
     a, b = backend(), backend()
     start(a)
     a.append([step("wf:a", 0, name="slow")], sync=False)  # the step then runs for a while
-    deadline = time.monotonic() + 5
-    while b.get_run("wf:a").run.current_step != "slow":
-        assert time.monotonic() < deadline, "the step's start never showed"
-        time.sleep(0.005)
+    wait_until(
+        lambda: b.get_run("wf:a").run.current_step == "slow",
+        5,
+        what="the step's start to show",
+        interval=0.005,
+    )
     a.append([ok("wf:a", 0, name="slow")])
     assert [e.kind for e in b.events(run_id="wf:a")] == ["run", "step", "ok"]
 

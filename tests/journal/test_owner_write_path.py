@@ -26,6 +26,7 @@ from letitloop.journal.duckdb.owner import _log, _requests
 from letitloop.journal.duckdb.owner._log import Log, frame
 from letitloop.journal.duckdb.owner._requests import BadRequest
 from tests.conftest import _kill_owner
+from tests.helpers import wait_gone
 
 
 def _step_rec(run: str, pos: int, out: bytes) -> dict[str, Any]:
@@ -172,9 +173,7 @@ def _replayed_after_sigkill(path: Path) -> int:
     is what DuckDB had not folded yet."""
     pid = OwnerJournal(path).owner_pid
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_gone(pid, what=f"the killed owner {pid} to end")
     fresh = OwnerJournal(path)
     try:
         assert fresh.owner_pid != pid

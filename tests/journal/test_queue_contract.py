@@ -16,6 +16,7 @@ import pytest
 
 from letitloop.errors import ConfigError, JournalError
 from letitloop.journal import QueueItem, QueueSpec, WorkerInfo
+from tests.helpers import wait_until
 
 
 @pytest.fixture(params=["memory", "owner", "postgres"])
@@ -155,11 +156,8 @@ def test_a_lapsed_workers_runs_are_taken_over(backend: Any) -> None:
     a.enqueue(QueueSpec("q"), item("z"))
     assert len(a.claim(worker("slow", ttl=0.5), 1)) == 1
     assert b.claim(worker("fast"), 1) == []  # held by a live worker
-    deadline = time.monotonic() + 10
-    taken: list[QueueItem] = []
-    while not taken and time.monotonic() < deadline:
-        time.sleep(0.2)
-        taken = b.claim(worker("fast"), 1)
+    time.sleep(0.2)
+    taken = wait_until(lambda: b.claim(worker("fast"), 1), 10, what="z taken over", interval=0.2)
     assert [i.run_id for i in taken] == ["z"]
     assert a.beat_worker(worker("slow", ttl=0.5)._replace(runs=("z",))) == ["z"]  # it lost z
     states = {w.worker.split("@")[0]: w for w in b.workers()}

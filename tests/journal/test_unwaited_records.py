@@ -4,13 +4,13 @@ as ``step.map`` items on a thread pool do. On every backend."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from letitloop import durable, step
 from letitloop.kernel._options import DurableOptions
 from letitloop.kernel._runtime import _Invocation, _run_sync
+from tests.helpers import wait_until
 from tests.kernel.conftest import any_journal
 
 __all__ = ["any_journal"]
@@ -31,12 +31,19 @@ def test_unwaited_records_of_concurrent_runs_all_land(any_journal: Any) -> None:
         assert list(pool.map(lambda i: _one(any_journal, i), range(30))) == [
             i * i for i in range(30)
         ]
-    deadline = time.monotonic() + 5  # unwaited: it may land a moment later, but it lands
-    while True:
+
+    def landed() -> list[Any] | None:
         runs = any_journal.list_runs(workflow="unwaited", limit=100)
-        if {r.status for r in runs} == {"completed"} or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+        return runs if {r.status for r in runs} == {"completed"} else None
+
+    # unwaited: it may land a moment later, but it lands
+    runs = wait_until(
+        landed,
+        5,
+        what=lambda: sorted(
+            (r.run_id, r.status) for r in any_journal.list_runs(workflow="unwaited", limit=100)
+        ),
+    )
     assert len(runs) == 30
     assert {r.status for r in runs} == {"completed"}, sorted((r.run_id, r.status) for r in runs)
 

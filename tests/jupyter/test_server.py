@@ -13,6 +13,7 @@ import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (its fixtures, for this module only)
 from tornado.httpclient import HTTPClientError
 
+from tests.helpers import wait_until_async
 from tests.jupyter.conftest import on_server_loop, run_workflow, start_workflow
 
 Fetch = Any
@@ -51,13 +52,8 @@ async def refused(
 
 
 async def wait_for(check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)
+    """The first true answer of the coroutine function ``check``, asked every 0.1 s."""
+    return await wait_until_async(check, timeout, interval=0.1)
 
 
 @on_server_loop

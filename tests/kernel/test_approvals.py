@@ -11,6 +11,7 @@ import pytest
 from letitloop import ApprovalPending, Suspended, approval, durable, step, suspend
 from letitloop.errors import ApprovalDecidedError, ConfigError, JournalError
 from letitloop.journal import _approvals
+from tests.helpers import wait_until
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -28,10 +29,12 @@ def flow(journal: Any, calls: list[str], **ask: Any) -> Any:
 
 def decide_soon(journal: Any, delay: float = 0.0, **kw: Any) -> threading.Thread:
     def go() -> None:
-        rows: list[Any] = []
-        while not rows:
-            rows = journal.approvals(status="pending")
-            time.sleep(0.02)
+        rows = wait_until(  # past the flows' own 1m approval timeout
+            lambda: journal.approvals(status="pending"),
+            120,
+            what="a pending approval",
+            interval=0.02,
+        )
         time.sleep(delay)
         journal.decide_approval(rows[0].id, **kw)
 

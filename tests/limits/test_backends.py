@@ -10,6 +10,7 @@ import pytest
 
 from letitloop import Limit, async_step, durable, durable_async, step
 from letitloop.errors import ConfigError, JournalError
+from tests.helpers import wait_until
 
 
 def test_take_wait_adjust_block_and_list(any_journal: Any) -> None:
@@ -23,13 +24,13 @@ def test_take_wait_adjust_block_and_list(any_journal: Any) -> None:
     j.adjust_capacity("b:tpm", -600)  # the call used none of its estimate
     assert j.take_capacity("b:tpm", None, 6000, 100) == 0
     j.block_capacity("b:rpm", 30)
-    deadline = time.monotonic() + 10
-    listed: dict[str, Any] = {}
-    while time.monotonic() < deadline:  # (the owner takes an unwaited block in its next round)
+
+    def blocked() -> dict[str, Any] | None:
         listed = {b["name"]: b for b in j.capacity()}
-        if listed.get("b:rpm", {}).get("blocked_for", 0) > 20:
-            break
-        time.sleep(0.05)
+        return listed if listed.get("b:rpm", {}).get("blocked_for", 0) > 20 else None
+
+    # (the owner takes an unwaited block in its next round)
+    listed = wait_until(blocked, 10, what=lambda: f"b:rpm blocked for 30 s: {j.capacity()}")
     assert listed["b:rpm"]["blocked_for"] > 20 and listed["b:rpm"]["rpm"] == 60
     assert j.take_capacity("b:rpm", 60, None, 0) > 20
     assert listed["b:tpm"]["tpm"] == 6000

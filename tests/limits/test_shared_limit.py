@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import child_env
+from tests.helpers import child_env, wait_until
 from tests.limits.counting_server import Counter
 
 HERE = Path(__file__).parent
@@ -61,10 +61,9 @@ def test_four_processes_share_60_rpm_and_a_killed_waiter_loses_nothing(
     env = child_env(journal)
     procs = [_spawn(env, f"w{i}", counter.url) for i in range(4)]
     try:
-        deadline = time.monotonic() + 60
-        while not counter.times() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert counter.times(), "no worker reached the server: " + _errors(procs)
+        wait_until(
+            counter.times, 60, what=lambda: "a worker to reach the server: " + _errors(procs)
+        )
         start = counter.times()[0]
         time.sleep(max(0.0, start + 12 - time.monotonic()))
         victim = procs[0]  # nearly always waiting: four processes share 0.9 requests a second
@@ -102,10 +101,11 @@ def test_four_processes_share_60_rpm_and_a_killed_waiter_loses_nothing(
     seen = len(counter.hits)
     again = _spawn(env, "w0", counter.url)
     try:
-        deadline = time.monotonic() + 30
-        while len(counter.hits) < seen + 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(counter.hits) >= seen + 3, _errors([again])
+        wait_until(
+            lambda: len(counter.hits) >= seen + 3,
+            30,
+            what=lambda: "three more calls: " + _errors([again]),
+        )
         new = [p for _, p in counter.hits[seen:]]
         assert new[0] == f"/w0/{done_before}", new  # resumed at its first unfinished call
     finally:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import child_env
+from tests.helpers import child_env, wait_until
 from tests.limits.counting_server import Counter
 
 HERE = Path(__file__).parent
@@ -53,10 +53,12 @@ def test_dask_workers_and_a_killed_waiter_share_60_rpm_on_postgres(
     fan = _popen([str(HERE / "dask_limited.py"), pg_dsn, counter.url, str(N)], env)
     waiter = _popen([str(HERE / "limit_flows.py"), "pgw", counter.url, "50"], env)
     try:
-        deadline = time.monotonic() + 90
-        while not any("/dask/" in p for _, p in counter.hits) and time.monotonic() < deadline:
+
+        def dask_called() -> bool:
             assert fan.poll() is None, fan.communicate()[1][-3000:]
-            time.sleep(0.05)
+            return any("/dask/" in p for _, p in counter.hits)
+
+        wait_until(dask_called, 90, what="a call from the Dask workers")
         time.sleep(4.0)  # both are waiting for the limit now
         os.killpg(waiter.pid, signal.SIGKILL)
         waiter.wait(timeout=30)

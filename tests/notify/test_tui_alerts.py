@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from letitloop.journal._contract import EventInfo
 from letitloop.tui._app import LilApp
 from letitloop.tui._events import describe
+from tests.helpers import wait_until_async
 
 
 async def test_a_failed_run_pops_up_in_the_dashboard(journal_path: Path) -> None:
@@ -32,10 +32,12 @@ async def test_a_failed_run_pops_up_in_the_dashboard(journal_path: Path) -> None
             await asyncio.to_thread(alerting)
         except ValueError:
             pass
-        deadline = time.monotonic() + 15
-        while not any(n.title == "run failed" for n in app._notifications):
-            assert time.monotonic() < deadline, list(app._notifications)
-            await pilot.pause(0.05)
+        await wait_until_async(
+            lambda: any(n.title == "run failed" for n in app._notifications),
+            15,
+            what=lambda: list(app._notifications),
+            pause=pilot.pause,
+        )
         (note,) = [n for n in app._notifications if n.title == "run failed"]
         assert "alerting:alert" in note.message and note.severity == "warning"
 

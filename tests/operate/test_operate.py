@@ -23,6 +23,7 @@ from letitloop.operate import (
     run_view,
     summarize,
 )
+from tests.helpers import wait_until
 
 BLOCK = threading.Event()  # never set: a blocked step stands for a killed process
 
@@ -45,15 +46,15 @@ def _killed_inside(journal: Any, run_id: str, fn: Any) -> None:
     """Run ``fn`` until it blocks inside a step, then drop its lease as if its process had been
     SIGKILLed there (the thread stays blocked: nothing after that point is journaled)."""
     threading.Thread(target=fn, daemon=True).start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def inside() -> bool:
         try:
             attempts = journal.get_run(run_id).attempts
         except LetItLoopError:
             attempts = []
-        if any(a.status == "started" for a in attempts):
-            break
-        time.sleep(0.01)
+        return any(a.status == "started" for a in attempts)
+
+    wait_until(inside, 20, what=f"{run_id} to block inside a step", interval=0.01)
     journal.release_run(run_id)
 
 

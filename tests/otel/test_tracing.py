@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from opentelemetry.trace import StatusCode
 from letitloop import durable, record_cost, step
 from letitloop.kernel import _tracing
 from tests.conftest import ROOT, modules_after
+from tests.helpers import wait_until
 
 
 @pytest.fixture
@@ -208,11 +208,12 @@ def test_a_resume_after_sigkill_is_a_new_trace_linked_to_the_first(
 ) -> None:
     first_out, second_out, flag = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "flag"
     proc = _spawn(journal_path, first_out, "hang", flag)
-    deadline = time.monotonic() + 60
-    while not flag.exists():
+
+    def reached() -> bool:
         assert proc.poll() is None, "the child died before its second step"
-        assert time.monotonic() < deadline, "the child never reached its second step"
-        time.sleep(0.05)
+        return flag.exists()
+
+    wait_until(reached, 60, what="the child to reach its second step")
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     (first,) = [r for r in _rows(first_out) if r["name"] == "step first"]

@@ -23,6 +23,7 @@ from letitloop.errors import ApprovalDecidedError, LeaseLostError, RunLockedErro
 from letitloop.journal._contract import EventInfo
 from letitloop.journal.postgres._journal import PgJournal
 from tests.crash.crash_helpers import Worker
+from tests.helpers import wait_until
 
 WORKER = str(Path(__file__).resolve().parent / "workers" / "pg_worker.py")
 TTL = 2.0
@@ -173,10 +174,7 @@ def test_an_approval_is_decided_from_another_process(pg_dsn: str, tmp_path: Path
     try:
         assert w.wait_prefix("READY", 60), w.diagnostics()
         journal = PgJournal(pg_dsn)
-        deadline = time.monotonic() + 60
-        while not journal.approvals(status="pending"):
-            assert time.monotonic() < deadline, w.diagnostics()
-            time.sleep(0.05)
+        wait_until(lambda: journal.approvals(status="pending"), 60, what=w.diagnostics)
         (row,) = journal.approvals(status="pending")
         assert (row.run_id, row.name, row.payload) == ("approve:ap1", "ship", {"title": "v2"})
         decided = time.monotonic()

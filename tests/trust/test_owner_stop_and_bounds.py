@@ -16,13 +16,14 @@ import socket
 import struct
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _wire
 from letitloop.journal.duckdb._client import stop_owner
-from tests.helpers import wait_gone
+from tests.helpers import wait_gone, wait_until
 from tests.trust.trust_helpers import raw, reply, rss_kib, start_owner
 
 SLOW = "SELECT count(*) FROM range(1000000000000)"  # runs until interrupted (or 30 s)
@@ -188,16 +189,16 @@ def test_a_query_that_would_take_all_memory_is_refused(
         )
         sock.sendall(_wire.pack({"op": "sql", "sql": query, "id": 5}))
         sock.settimeout(0.1)
-        deadline = time.monotonic() + 90
-        got = None
-        while got is None and time.monotonic() < deadline:
-            peak.append(rss_kib(pid))
+
+        def answer() -> Any:
+            peak.append(rss_kib(pid))  # the owner's memory, sampled while it works
             try:
-                got = reply(sock, timeout=0.2)
+                return reply(sock, timeout=0.2)
             except (TimeoutError, OSError):
-                continue
+                return None
+
+        got = wait_until(answer, 90, what="the owner's answer to the query", interval=0)
         sock.close()
-        assert got is not None, "no answer"
         grown = (max(peak) - before) // 1024
         assert grown < 1024, f"the owner grew by {grown} MB for one query"
         assert not got["ok"] and "memory" in got["error"]["message"].lower(), got

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from letitloop.journal.postgres import _schema
-from tests.helpers import ROOT, child_env
+from tests.helpers import ROOT, child_env, wait_until
 from tests.postgres.test_cli_roles import roles
 
 __all__ = ["roles"]
@@ -189,10 +189,12 @@ def test_a_viewer_cannot_silence_notifications(
     monkeypatch.setenv("LIL_NOTIFY_SECRET", "pg-secret")
     deliverer = PgJournal(roles["worker"])
     try:
-        started = time.monotonic()  # its first scan places the cursor at the journal's end
-        while viewer.execute("SELECT count(*) FROM outbox_cursor").fetchone() == (0,):
-            assert time.monotonic() - started < 60, "no client delivers: the viewer silenced them"
-            time.sleep(0.1)
+        wait_until(  # its first scan places the cursor at the journal's end
+            lambda: viewer.execute("SELECT count(*) FROM outbox_cursor").fetchone() != (0,),
+            60,
+            what="a client to deliver (none does: the viewer silenced them)",
+            interval=0.1,
+        )
         monkeypatch.delenv("LIL_NOTIFY_URL")  # the failing run's own process does not deliver
         fails = subprocess.run(
             [sys.executable, str(ROOT / "tests" / "notify" / "notify_flows.py"), "fail"],
@@ -202,9 +204,12 @@ def test_a_viewer_cannot_silence_notifications(
             timeout=120,
         )
         assert fails.returncode == 0, fails.stderr[-2000:]
-        deadline = time.monotonic() + 60
-        while not receiver.deliveries() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(
+            receiver.deliveries,
+            60,
+            what="a notification (none came: the viewer silenced the notifications)",
+            interval=0.1,
+        )
         got = [json.loads(body)["event"] for _, body in receiver.deliveries()]
         assert got == ["run_failed"], "the viewer silenced the notifications"
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
