@@ -80,6 +80,16 @@ def owner_pid(pid_file: Path) -> int | None:
         return None
 
 
+def journal_owner_pid(journal: PathLike) -> int:
+    """The pid the owner of the DuckDB journal ``journal`` wrote in its pid file (the owner a
+    client of it started); AssertionError if there is none."""
+    from letitloop.journal._config import JournalPaths
+
+    pid = owner_pid(JournalPaths(Path(journal)).pid_file)
+    assert pid is not None, f"no owner pid file beside {journal}"
+    return pid
+
+
 def pids_matching(*parts: str) -> list[int]:
     """The pids of the processes (this one aside) whose command line has each of ``parts`` in
     one of its arguments: the fake agents of a project, the owners of a journal."""

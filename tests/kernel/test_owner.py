@@ -16,13 +16,7 @@ from letitloop import durable, step
 from letitloop.errors import ConfigError, JournalError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb._client import OwnerJournal, open_journal, stop_owner
-from tests.helpers import child_env, owner_pid, pid_alive, wait_gone
-
-
-def _owner_pid(path: Path) -> int:
-    pid = owner_pid(JournalPaths(path).pid_file)
-    assert pid is not None, f"no owner pid file beside {path}"
-    return pid
+from tests.helpers import child_env, journal_owner_pid, pid_alive, wait_gone
 
 
 def test_owner_starts_on_demand_and_clients_never_import_duckdb(journal_path: Path) -> None:
@@ -42,7 +36,7 @@ def test_owner_starts_on_demand_and_clients_never_import_duckdb(journal_path: Pa
         check=True,
     )
     assert out.stdout.split() == ["2", "False"]
-    assert pid_alive(_owner_pid(journal_path))
+    assert pid_alive(journal_owner_pid(journal_path))
 
 
 def test_killed_owner_recovers_every_acknowledged_record(journal_path: Path) -> None:
@@ -53,12 +47,12 @@ def test_killed_owner_recovers_every_acknowledged_record(journal_path: Path) -> 
         return sum(step(f"s{i}", lambda i=i: i) for i in range(n))
 
     assert flow(300) == sum(range(300))
-    pid = _owner_pid(journal_path)
+    pid = journal_owner_pid(journal_path)
     os.kill(pid, signal.SIGKILL)  # very likely before the 20 ms fold of the last records
     wait_gone(pid, what=f"the killed owner {pid} to end")
     detail = journal.get_run(journal.find_run("big"))  # reconnects, starts a new owner
     assert detail.run.status == "completed" and detail.run.steps_done == 300
-    assert _owner_pid(journal_path) != pid
+    assert journal_owner_pid(journal_path) != pid
 
 
 def test_torn_log_tail_is_cut_and_never_applied(journal_path: Path) -> None:
@@ -69,7 +63,7 @@ def test_torn_log_tail_is_cut_and_never_applied(journal_path: Path) -> None:
         return step("one", lambda: 1)
 
     assert flow() == 1
-    pid = _owner_pid(journal_path)
+    pid = journal_owner_pid(journal_path)
     os.kill(pid, signal.SIGKILL)
     wait_gone(pid, what=f"the killed owner {pid} to end")
     log_dir = JournalPaths(journal_path).log_dir
@@ -152,7 +146,7 @@ def test_direct_duckdb_open_is_refused_while_the_owner_runs(journal_path: Path) 
 
 def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) -> None:
     open_journal(journal_path).list_runs()
-    pid = _owner_pid(journal_path)
+    pid = journal_owner_pid(journal_path)
     out = subprocess.run(
         [sys.executable, "-m", "letitloop.journal.duckdb.owner", "--journal", str(journal_path)],
         capture_output=True,
@@ -161,7 +155,7 @@ def test_owner_started_while_another_serves_exits_quietly(journal_path: Path) ->
         timeout=30,
     )
     assert out.returncode == 0 and "another owner" in out.stdout
-    assert _owner_pid(journal_path) == pid
+    assert journal_owner_pid(journal_path) == pid
 
 
 def test_unknown_run_is_a_clear_error(journal_path: Path) -> None:

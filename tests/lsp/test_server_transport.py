@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from tests.helpers import free_port
 from tests.lsp.lsp_helpers import ENV, WORK
 
 
@@ -25,12 +25,6 @@ def test_help_names_the_command() -> None:
     ).stdout
     assert "Start the language server for editors (stdio, or --tcp)." in out
     assert "--tcp" in out and "--port" in out and "--journal" in out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_tcp_diagnostics_and_hover_without_creating_a_journal() -> None:

@@ -21,6 +21,8 @@ from typing import Any
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from tests.helpers import wait_until
+
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 CLIENT = types.Implementation(name="lil-tests", version="1.0")
@@ -113,7 +115,12 @@ def script_journal(project: Path) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
-    wait_until(lambda: run_status(project, "flows.slow:d") == "interrupted", 60)
+    wait_until(
+        lambda: run_status(project, "flows.slow:d") == "interrupted",
+        60,
+        what=lambda: f"flows.slow:d interrupted (it is {run_status(project, 'flows.slow:d')})",
+        interval=0.1,
+    )
 
 
 def make_receipt(project: Path) -> None:
@@ -146,15 +153,6 @@ def lil_json(project: Path, *args: str) -> Any:
 def run_status(project: Path, run: str) -> str | None:
     done = lil(project, "runs", "show", run, "--json", check=False)
     return json.loads(done.stdout)["run"]["status"] if done.returncode == 0 else None
-
-
-def wait_until(predicate: Any, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not true within {seconds} s: {predicate}")
 
 
 async def until(read: Any, wanted: Any, seconds: float = 30.0) -> None:

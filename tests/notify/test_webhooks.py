@@ -21,7 +21,15 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from tests.helpers import ROOT, child_env, free_port, owner_pid, run_lil, wait_gone, wait_until
+from tests.helpers import (
+    ROOT,
+    child_env,
+    free_port,
+    journal_owner_pid,
+    run_lil,
+    wait_gone,
+    wait_until,
+)
 from tests.notify.receiver import Receiver
 
 HERE = Path(__file__).parent
@@ -123,14 +131,6 @@ def test_slack_bodies(journal_path: Path) -> None:
         receiver.close()
 
 
-def _owner_pid(journal: Path) -> int:
-    from letitloop.journal._config import JournalPaths
-
-    pid = owner_pid(JournalPaths(journal).pid_file)
-    assert pid is not None, f"no owner pid file beside {journal}"
-    return pid
-
-
 def test_owner_sigkill_between_event_and_delivery_delivers_once(journal_path: Path) -> None:
     _settings(journal_path, backoff=0.2, max_backoff=0.5, max_tries=100)
     port = free_port()  # nobody listens yet: every delivery fails until the receiver starts
@@ -146,7 +146,7 @@ def test_owner_sigkill_between_event_and_delivery_delivers_once(journal_path: Pa
     listed = json.loads(run_lil("notify", "list", "--json", env=env).stdout)
     assert {n["state"] for n in listed} == {"pending"}, listed
     keys = {n["key"] for n in listed}
-    os.kill(_owner_pid(journal_path), signal.SIGKILL)
+    os.kill(journal_owner_pid(journal_path), signal.SIGKILL)
     receiver = Receiver(port)
     try:
         time.sleep(1.0)
@@ -196,7 +196,7 @@ def test_the_owner_stays_up_for_retries_then_goes_idle(journal_path: Path) -> No
     try:
         env = _env(journal_path, receiver.url) | {"LIL_OWNER_IDLE": "1"}
         _flows(env, "fail")  # the client leaves at once; the tries take about 3 s
-        pid = _owner_pid(journal_path)
+        pid = journal_owner_pid(journal_path)
         wait_until(lambda: len(receiver.deliveries()) >= 3, 20, interval=0.1)  # every try was made
         assert len(receiver.deliveries()) == 3
         wait_gone(pid, 20, what="the owner to go idle once the notification failed")
@@ -211,7 +211,7 @@ def test_owner_sigkill_after_the_post_resends_the_same_key_and_bytes(journal_pat
 
     def kill_the_owner_once(headers: dict[str, str], body: bytes) -> None:
         if not killed:  # the receiver has it; the owner dies before it records that
-            killed.append(_owner_pid(journal_path))
+            killed.append(journal_owner_pid(journal_path))
             os.kill(killed[0], signal.SIGKILL)
 
     receiver.on_post = kill_the_owner_once
