@@ -4,14 +4,12 @@ prints. Real processes SIGKILLed inside their blocks, a real DuckDB journal, Tex
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tui_workflows as wf
 from textual.widgets import DataTable
-from tui_helpers import ROOT, in_doubt, killed, settle, until
+from tui_helpers import in_doubt, killed, settle, until
 
 from letitloop.errors import ApprovalPending
 from letitloop.journal import open_journal
@@ -19,6 +17,7 @@ from letitloop.operate import doubts
 from letitloop.tui._app import LilApp
 from letitloop.tui._detail import DetailScreen
 from letitloop.tui._effects import EffectsScreen
+from tests.helpers import run_lil
 
 
 def _markers(journal_path: Path, tmp_path: Path) -> None:
@@ -69,14 +68,7 @@ async def test_a_refused_resume_says_the_cause_lil_runs_resume_prints(journal_pa
         wf.editable(journal_path)()
     run_id = "blog.edit:post-2"
     open_journal(journal_path).cancel_run(run_id, "ops@test", "the post was withdrawn")
-    cli = subprocess.run(
-        [sys.executable, "-m", "letitloop", "--journal", str(journal_path)]
-        + ["runs", "resume", run_id],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    cli = run_lil("--journal", str(journal_path), "runs", "resume", run_id)
     assert cli.returncode == 1, cli.stderr
     error, fix = cli.stderr.strip().splitlines()
     assert error.startswith("error: ") and fix.startswith("  fix: ")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import wait_until_async
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -23,14 +24,7 @@ async def settle(app: Any, pilot: Any) -> None:
 
 async def until(pilot: Any, condition: Callable[[], Any], timeout: float = 15.0) -> Any:
     """Wait (letting the app run) until ``condition()`` is true; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {condition}")
-        await pilot.pause(0.02)
+    return await wait_until_async(condition, timeout, interval=0.02, pause=pilot.pause)
 
 
 def cell(table: Any, row_key: str, column: str) -> str:
