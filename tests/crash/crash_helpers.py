@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -134,3 +135,42 @@ def kill_all(workers: Iterable[Worker]) -> None:
 
 def read_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+# -- what workers/chaos_worker.py and workers/writer_worker.py compute, without any crash -------
+
+N_STEPS = 30  # chaos_worker.py's steps
+CHAOS_RUN = "chaos:chaos"  # name:run_id, as chaos_worker.py declares it
+WRITER_STEPS = 200  # what the writer tests ask writer_worker.py for
+
+
+def chaos_expected() -> int:
+    """The final result of chaos_worker.py's workflow computed without any crash."""
+    value = 17
+    for i in range(N_STEPS):
+        value = (value * 31 + i * 7 + 1) % 1_000_000_007
+    return value
+
+
+def writer_expected(wid: int) -> int:
+    """writer_worker.py's result for writer ``wid`` over ``WRITER_STEPS`` steps."""
+    acc = wid
+    for i in range(WRITER_STEPS):
+        acc = (acc * 7 + i + wid) % 1_000_003
+    return acc
+
+
+def parse_side_effects(path: Path) -> dict[int, list[tuple[int, int]]]:
+    """chaos_worker.py's side-effect file: index -> [(pid, attempt), ...] in file order."""
+    out: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for line in read_lines(path):
+        index, token = line.split()
+        pid, attempt = token.split(":")
+        out[int(index)].append((int(pid), int(attempt)))
+    return out
+
+
+def result_of(w: Worker) -> int | None:
+    """The RESULT a worker printed, if it did."""
+    line = next((x for x in w.snapshot() if x.startswith("RESULT ")), None)
+    return int(line.split()[1]) if line else None
