@@ -40,9 +40,13 @@ StepKey = tuple[str, int, int, int]
 Statement = tuple[str, list[Any]]
 
 
+# json.dumps(value, default=str), without making an encoder per call (folds call it per record)
+_dumps = json.JSONEncoder(default=str).encode
+
+
 def to_json(value: Any) -> str | None:
     """A record's structured field (an error, a payload) as the JSON text a table keeps."""
-    return None if value is None else json.dumps(value, default=str)
+    return None if value is None else _dumps(value)
 
 
 def keep(value: Any) -> Any:
@@ -62,7 +66,7 @@ def event_row(rec: Record) -> tuple[Any, ...]:
         rec.get("att"),
         rec.get("name"),
         rec["ts"],
-        json.dumps(without_payload(rec), default=str),
+        _dumps(without_payload(rec)),
     )
 
 

@@ -20,14 +20,13 @@ from letitloop.journal._records import CHECKPOINT_KINDS, Record, validate
 from letitloop.journal.duckdb.owner._checkpoint_store import CheckpointStore
 
 _UNNEST_STEPS = ", ".join(f"unnest(${i + 1})" for i in range(len(_rows.STEP_COLS)))
-_UPSERT_STEPS = (
-    f"INSERT INTO steps SELECT {_UNNEST_STEPS} ON CONFLICT DO UPDATE SET {_rows.STEP_MERGE}"
-)
+_INSERT_STEPS = f"INSERT INTO steps SELECT {_UNNEST_STEPS}"
+_UPSERT_STEPS = f"{_INSERT_STEPS} ON CONFLICT DO UPDATE SET {_rows.STEP_MERGE}"
 _EVENT_COLS = "key seq run_id kind epoch position attempt name ts data".split()
 _INSERT_EVENTS = (
     f"INSERT INTO events SELECT {', '.join(f'unnest(${i + 1})' for i in range(len(_EVENT_COLS)))}"
-    " ON CONFLICT DO NOTHING"
 )
+_MERGE_EVENTS = f"{_INSERT_EVENTS} ON CONFLICT DO NOTHING"
 _BATCH = 5000
 # records a run's own process writes: the newest one is where its current try has got to
 _ACTIVE = frozenset({"step", "ok", "err", "rewind", "done", "fail", "suspend"})
@@ -266,21 +265,31 @@ class Folds:
         return {"resolved": resolved, "failed": failed}
 
     def _fold_part(self, part: Sequence[tuple[int, Record]], advance: bool = True) -> None:
-        """Fold records in one transaction (advancing the folded position unless retrying)."""
+        """Fold records in one transaction (advancing the folded position unless retrying).
+
+        Rows are first inserted as new (a plain ``INSERT`` costs a third of one that merges
+        with the rows already there); a row that is there already (a record folded again, an
+        outcome folded before its start) fails that, and the part is folded again merging."""
+        try:
+            self._fold_once(part, advance, fresh=True)
+        except duckdb.ConstraintException:
+            self._fold_once(part, advance, fresh=False)
+
+    def _fold_once(self, part: Sequence[tuple[int, Record]], advance: bool, fresh: bool) -> None:
         if part:
             self.db.execute("BEGIN")
             try:
-                self._fold_events(part)
+                self._fold_events(part, fresh)
                 self._fold_approvals([r for _, r in part if r.get("ask") or r["k"] == "answer"])
                 steps: list[Record] = []
                 for _, rec in part:  # a rewind applies to the step records before it only
                     if rec["k"] == "rewind":
-                        self._fold_steps(steps)
+                        self._fold_steps(steps, fresh)
                         steps = []
                         self._fold_rewind(rec)
                     elif "pos" in rec and rec["k"] != "answer":
                         steps.append(rec)
-                self._fold_steps(steps)
+                self._fold_steps(steps, fresh)
                 self.lg.fold([r for _, r in part if r["k"] in CHECKPOINT_KINDS])
                 active: dict[str, float] = {}  # the newest record its process wrote, by run
                 heads = _Heads(self.db)  # run starts and completions, folded in bulk
@@ -324,13 +333,11 @@ class Folds:
                     [list(times), list(times.values())],
                 )
 
-    def _fold_events(self, part: Sequence[tuple[int, Record]]) -> None:
-        cols: list[list[Any]] = [[] for _ in _EVENT_COLS]
-        for lsn, rec in part:
-            key, *rest = _rows.event_row(rec)
-            for col, value in zip(cols, (key, lsn, *rest), strict=True):
-                col.append(value)
-        self.db.execute(_INSERT_EVENTS, cols)
+    def _fold_events(self, part: Sequence[tuple[int, Record]], fresh: bool) -> None:
+        rows = [(key, lsn, *rest) for lsn, rec in part for key, *rest in (_rows.event_row(rec),)]
+        self.db.execute(
+            _INSERT_EVENTS if fresh else _MERGE_EVENTS, [list(c) for c in zip(*rows, strict=True)]
+        )
 
     def _fold_approvals(self, recs: Sequence[Record]) -> None:
         for rec in recs:
@@ -343,14 +350,21 @@ class Folds:
         for sql, params in _rows.rewind_statements(rec):
             self.db.execute(sql, params)
 
-    def _fold_steps(self, recs: Sequence[Record]) -> None:
+    def _fold_steps(self, recs: Sequence[Record], fresh: bool) -> None:
+        """Attempts whose start is among ``recs`` are new rows (inserted), others merge into
+        the row their start made (``fresh=False``: every row merges)."""
         merged: dict[_rows.StepKey, dict[str, Any]] = {}
         for rec in recs:
             _rows.merge_step(merged, rec)
         if not merged:
             return
-        rows = _rows.step_rows(merged)
-        self.db.execute(_UPSERT_STEPS, [list(col) for col in zip(*rows, strict=True)])
+        new: dict[_rows.StepKey, dict[str, Any]] = {}
+        if fresh:
+            new = {key: row for key, row in merged.items() if "started" in row}
+            merged = {key: row for key, row in merged.items() if "started" not in row}
+        for sql, rows in ((_INSERT_STEPS, new), (_UPSERT_STEPS, merged)):
+            if rows:
+                self.db.execute(sql, [list(c) for c in zip(*_rows.step_rows(rows), strict=True)])
 
     def _fold_run(self, rec: Record) -> None:
         k, run_id, ts = rec["k"], rec["run"], rec["ts"]
