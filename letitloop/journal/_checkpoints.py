@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from letitloop.journal._contract import (
     AttemptInfo,
@@ -31,6 +30,10 @@ from letitloop.journal._contract import (
     Encoded,
     RunInfo,
 )
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 PREFIX = "langgraph:"
 

@@ -24,10 +24,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from letitloop.errors import ConfigError
 from letitloop.journal._trust import trusted
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 108 bytes on Linux
 _PROJECT_MARKERS = (".letitloop", "pyproject.toml", ".git")

@@ -13,16 +13,26 @@ Leases: ``open_run(..., lease=True)`` makes the calling journal object the only 
 run until ``release_run`` or until the process dies (the owner notices the closed socket).
 """
 
-# No ``from __future__ import annotations`` here, unlike everywhere else: typing.NamedTuple
-# compiles every field annotation given as a string into a ForwardRef (about 140 compile() calls
-# for the records below, 2 ms of every process that imports the kernel); evaluated ones are free.
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from __future__ import annotations
 
-from letitloop.journal._queues import QueueInfo, QueueItem, QueueSpec, WorkerInfo
-from letitloop.journal._records import Record
+from letitloop._named import named_tuple
 
-Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
+# typing is for the type checker only: importing it would cost every process that imports the
+# runtime a few ms (the path of ``from letitloop import durable, step`` and of every resume).
+# At run time the records below are made by collections.namedtuple (``_named``), and the roles
+# are plain classes: they are never instantiated or checked with isinstance.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, NamedTuple, Protocol
+
+    from letitloop.journal._queues import QueueInfo, QueueItem, QueueSpec, WorkerInfo
+    from letitloop.journal._records import Record
+
+    Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
+else:
+    NamedTuple = Protocol = object
+    Encoded = tuple  # (codec name, bytes)
 
 
 class StepRecord(NamedTuple):
@@ -598,3 +608,18 @@ class Journal(
     """The whole backend contract: every role. A backend implements all of them (and passes the
     one contract suite); a caller that needs one role asks for it. Every method is safe to call
     from any thread."""
+
+
+if not TYPE_CHECKING:  # the class bodies above, as collections.namedtuple makes them
+    StepRecord = named_tuple(StepRecord)
+    RunState = named_tuple(RunState)
+    RunInfo = named_tuple(RunInfo)
+    AttemptInfo = named_tuple(AttemptInfo)
+    RunDetail = named_tuple(RunDetail)
+    EventInfo = named_tuple(EventInfo)
+    CacheEntry = named_tuple(CacheEntry)
+    Proposal = named_tuple(Proposal)
+    ApprovalInfo = named_tuple(ApprovalInfo)
+    CheckpointWrite = named_tuple(CheckpointWrite)
+    CheckpointRow = named_tuple(CheckpointRow)
+    Notice = named_tuple(Notice)

@@ -33,11 +33,16 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from letitloop.errors import BoardConflictError, JournalError, LetItLoopError
 
-Record = dict[str, Any]
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
+
+    Record = dict[str, Any]
+else:
+    Record = dict
 
 _STR = (str,)
 _INT = (int,)

@@ -10,7 +10,6 @@ owner calls it from its event loop only, the memory journal under a lock.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from letitloop.errors import (
     InDoubtError,
@@ -22,6 +21,10 @@ from letitloop.errors import (
 from letitloop.journal._contract import RunState, StepRecord
 from letitloop.journal._queues import fenced_error, process_alive
 from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 INLINE_LIMIT = 64 * 1024  # larger outputs are not kept in memory; replay fetches them lazily
 # records a run's own process writes: the newest one is where its current try has got to

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
-from letitloop.journal import _approvals, _checkpoints
 from letitloop.journal._contract import (
     ApprovalInfo,
     CheckpointRow,
@@ -28,6 +26,10 @@ from letitloop.journal._records import (
     propose_record,
     uncache_record,
 )
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RecordWrites:
@@ -70,6 +72,8 @@ class RecordWrites:
         payload: Any = None,
         timed_out_at: float | None = None,
     ) -> ApprovalInfo:
+        from letitloop.journal import _approvals  # (not on a workflow's path: imported here)
+
         row = _approvals.match_approval(approval_id, self.approvals(limit=1 << 30))
         rec = _approvals.answer_record(row, approved, by, comment, payload, timed_out_at)
         self._append_to_run(row.run_id, [rec])
@@ -107,6 +111,8 @@ class RecordWrites:
     def put_checkpoint(
         self, row: CheckpointRow, *, workflow: str, status: str, meta: dict[str, Any]
     ) -> None:
+        from letitloop.journal import _checkpoints  # (a graph's, not a workflow's: lazily)
+
         self.append([_checkpoints.checkpoint_record(row, workflow, status, meta)])
 
     def put_checkpoint_writes(
@@ -121,6 +127,8 @@ class RecordWrites:
         status: str | None = None,
         error: dict[str, Any] | None = None,
     ) -> None:
+        from letitloop.journal import _checkpoints
+
         rec = _checkpoints.checkpoint_writes_record(
             thread_id, ns, checkpoint_id, task_id, task_path, writes, status, error
         )
@@ -133,7 +141,11 @@ class RecordWrites:
         run_ids: Sequence[str] | None = None,
         keep_latest: bool = False,
     ) -> None:
+        from letitloop.journal import _checkpoints
+
         self.append([_checkpoints.delete_record(thread_ids, run_ids, keep_latest)])
 
     def copy_checkpoints(self, source_thread_id: str, target_thread_id: str) -> None:
+        from letitloop.journal import _checkpoints
+
         self.append([_checkpoints.copy_record(source_thread_id, target_thread_id)])

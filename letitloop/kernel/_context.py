@@ -8,17 +8,25 @@ import time
 from _thread import allocate_lock
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, NamedTuple
 
+from letitloop._named import named_tuple
 from letitloop.errors import (
     BudgetExceeded,
     CodecError,
     NonDeterminismError,
     NotInDurableContextError,
 )
-from letitloop.journal import Journal, Record, RunState, StepRecord, error_dict
+from letitloop.journal import error_dict
 from letitloop.kernel._codec import Codec, _json_decode
 from letitloop.kernel._policy import StepOptions
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    from letitloop.journal import Journal, Record, RunState, StepRecord
+else:
+    NamedTuple = object  # StepInfo is made by collections.namedtuple below
 
 
 class StepInfo(NamedTuple):
@@ -31,6 +39,10 @@ class StepInfo(NamedTuple):
     kind: str
     idempotency_key: str
     feedback: str | None = None  # the validator's critique of the previous attempt, if any
+
+
+if not TYPE_CHECKING:
+    StepInfo = named_tuple(StepInfo)
 
 
 class RunContext:

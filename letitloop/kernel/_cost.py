@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 from contextvars import ContextVar
-from typing import Any
 
 from letitloop.errors import ConfigError, NotInDurableContextError
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 # USD per million tokens (input, output). Prices change: override with set_prices().
 PRICES: dict[str, tuple[float, float]] = {
@@ -27,7 +30,10 @@ PRICES: dict[str, tuple[float, float]] = {
     "fake-1": (1.00, 2.00),  # letitloop.testing.FakeLLM
 }
 
-Cost = dict[str, Any]  # {"usd_micros": int, "in": int, "out": int, "model": str | None}
+if TYPE_CHECKING:
+    Cost = dict[str, Any]  # {"usd_micros": int, "in": int, "out": int, "model": str | None}
+else:
+    Cost = dict
 _current: ContextVar[Cost | None] = ContextVar("letitloop_cost", default=None)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from letitloop.errors import ConfigError, ForkedRunError, JournalError
 from letitloop.journal import (
@@ -31,7 +31,9 @@ from letitloop.journal import (
     plan_fork,
 )
 from letitloop.kernel._entry import sign_entry, verify_entry
-from letitloop.kernel._options import JournalSpec
+
+if TYPE_CHECKING:
+    from letitloop.kernel._options import JournalSpec
 
 __all__ = ["ForkOrigin", "ForkedRun", "fork_run", "fork_thread", "forked_from", "run_fork"]
 

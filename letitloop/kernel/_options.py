@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Union
 
 from letitloop.errors import ConfigError
 from letitloop.kernel._frozen import frozen
 from letitloop.kernel._policy import Budget, Retry, StepOptions
 
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
     from letitloop.journal import Journal
 
-JournalSpec = Union[str, "os.PathLike[str]", "Journal", None]
+    JournalSpec = str | os.PathLike[str] | Journal | None
 
 
 @frozen

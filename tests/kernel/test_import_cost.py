@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Never on the path to the first replayed step (each costs ms at import, or loads a front end).
 HEAVY = [
+    "typing",  # its records are collections.namedtuple, its annotations strings (_named)
     "duckdb",
     "asyncio",
     "dataclasses",
@@ -42,6 +43,8 @@ HEAVY = [
     "letitloop.kernel._limits",
     "letitloop.journal._limits",
     "letitloop.journal._preview",
+    "letitloop.journal._checkpoints",  # a graph's, not a workflow's
+    "letitloop.journal._approvals",
     "textual",
     "rich",
     "click",

@@ -14,10 +14,8 @@ import time
 from _thread import allocate_lock  # threading.Lock, without importing threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from letitloop.errors import JournalUnavailableError, LetItLoopError
-from letitloop.journal import _checkpoints
 from letitloop.journal._config import JournalPaths, find_journal
 from letitloop.journal._contract import (
     ApprovalInfo,
@@ -48,6 +46,10 @@ from letitloop.journal.duckdb._connection import (
     reap,
 )
 from letitloop.journal.duckdb._link import Link
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = allocate_lock()
@@ -351,6 +353,8 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
         req: dict[str, Any] = {"op": "checkpoints", "thread": thread_id, "ns": ns}
         req["cid"] = checkpoint_id  # "id" tags the request on the wire
         req |= {"before": before, "filter": filter, "limit": limit}
+        from letitloop.journal import _checkpoints  # (a graph's, not a workflow's: lazily)
+
         return [_checkpoints.row(r) for r in self._call(req)["rows"]]
 
     # -- shared rate limits (kept by the owner) and the notification outbox -------------------

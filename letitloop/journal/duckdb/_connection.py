@@ -13,13 +13,16 @@ import sys
 import time
 from _thread import allocate_lock  # threading.Lock, without importing threading
 from pathlib import Path
-from typing import Any
 
 from letitloop import errors as _errors
 from letitloop.errors import JournalUnavailableError, JournalVersionError
 from letitloop.journal._config import JournalPaths, env_float, make_journal_dir
 from letitloop.journal.duckdb import _files, _wire
 from letitloop.journal.duckdb._link import Link, raise_error
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 # How long a call waits for the owner's answer before raising (an owner that is SIGSTOPped,
 # hung or swamped). A workflow's own writes and reads (open_run, append, output...) wait

@@ -8,11 +8,14 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from typing import Any
 
 from letitloop import errors as _errors
 from letitloop.errors import LetItLoopError
 from letitloop.journal.duckdb import _wire
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def raise_error(error: dict[str, Any]) -> None:

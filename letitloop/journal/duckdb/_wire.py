@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
 
 import msgpack
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL = 3  # bump when a request or reply changes shape or meaning
 LEN = struct.Struct("<I")
