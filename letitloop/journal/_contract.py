@@ -1,6 +1,7 @@
 """The Journal contract: what every journal backend provides, independent of how it stores data.
 
-The durable runtime, the operate layer and every front end speak only these Protocols. The
+The durable runtime, the operate layer and every front end speak only these Protocols, and the
+records they return (``journal._values``). The
 contract is split into roles (``RunJournal`` to execute runs, ``ReadJournal`` to read them,
 ``DecisionJournal`` for a person's decisions, and proposals, cache, checkpoints, limits, the
 outbox and administration); ``Journal`` is all of them. Three backends implement every role:
@@ -15,254 +16,37 @@ run until ``release_run`` or until the process dies (the owner notices the close
 
 from __future__ import annotations
 
-from letitloop._named import named_tuple
+from letitloop.journal._values import (  # the records the roles return, re-exported
+    ApprovalInfo as ApprovalInfo,
+    AttemptInfo as AttemptInfo,
+    BoardEntry as BoardEntry,
+    BoardView as BoardView,
+    CacheEntry as CacheEntry,
+    CheckpointRow as CheckpointRow,
+    CheckpointWrite as CheckpointWrite,
+    Encoded as Encoded,
+    EventInfo as EventInfo,
+    Notice as Notice,
+    Proposal as Proposal,
+    RunDetail as RunDetail,
+    RunInfo as RunInfo,
+    RunState as RunState,
+    StepRecord as StepRecord,
+)
 
 # typing is for the type checker only: importing it would cost every process that imports the
 # runtime a few ms (the path of ``from letitloop import durable, step`` and of every resume).
-# At run time the records below are made by collections.namedtuple (``_named``), and the roles
-# are plain classes: they are never instantiated or checked with isinstance.
+# At run time the roles are plain classes: they are never instantiated or checked with
+# isinstance.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, NamedTuple, Protocol
+    from typing import Any, Protocol
 
     from letitloop.journal._queues import QueueInfo, QueueItem, QueueSpec, WorkerInfo
     from letitloop.journal._records import Record
-
-    Encoded = tuple[str, bytes]  # (codec name, bytes), see kernel._codec
 else:
-    NamedTuple = Protocol = object
-    Encoded = tuple  # (codec name, bytes)
-
-
-class StepRecord(NamedTuple):
-    """The latest attempt at one position of a run, as replay needs it.
-
-    A NamedTuple, not a dataclass: a resume builds one per journaled step, so it must be cheap.
-    The field order is also the order of a step in ``open_run``'s wire form.
-    """
-
-    position: int
-    attempt: int
-    kind: str  # "step" | "marker" | "child" | "approval" | "suspend" | "map"
-    name: str
-    fingerprint: str
-    status: str  # "started" | "completed" | "failed" | "superseded" (rewound: run again)
-    codec: str | None = None
-    output: bytes | None = None  # None with big=True: fetch with Journal.get_output
-    big: bool = False
-    error: dict[str, Any] | None = None
-    next_position: int | None = None
-    resolution: str | None = None  # markers: "done" | "redo" once someone resolved it
-
-
-class RunState(NamedTuple):
-    """What ``open_run`` returns: the run's header and its current steps by position."""
-
-    run_id: str
-    workflow: str
-    key: str
-    epoch: int
-    status: str  # "running" | "completed" | "failed" | "suspended"
-    attempt: int  # how many times the run has been started or resumed in this epoch
-    result: Encoded | None
-    error: dict[str, Any] | None
-    steps: dict[int, StepRecord]
-    cost_micros: int = 0  # spent in this epoch so far
-    tokens: int = 0
-    budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens)
-    args: Encoded | None = None  # the journaled call's encoded [args, kwargs]
-    forked: bool = False  # its first step was copied by a fork (``journal._fork``)
-
-
-class RunInfo(NamedTuple):
-    """One row of a run listing."""
-
-    run_id: str
-    workflow: str
-    key: str
-    status: str  # running | interrupted | completed | failed
-    epoch: int
-    attempt: int
-    created: float
-    updated: float
-    steps_done: int
-    current_step: str | None
-    holder: str | None
-    parent: str | None
-    error: dict[str, Any] | None
-    cost_micros: int = 0  # spent by every attempt of the current epoch, in millionths of a USD
-    tokens: int = 0
-    saved_micros: int = 0  # what cache hits saved
-    # seconds the run executed: the sum of its tries (start to its process's last record), not
-    # the time since it was created; None when the backend cannot tell
-    active_seconds: float | None = None
-    budget: tuple[int | None, int | None] | None = None  # journaled (micro-USD, tokens) limits
-    # positions the current epoch has reached (every step that started, whatever became of it):
-    # the "of" in "2 of 3 steps" on every surface; None from a journal that cannot tell
-    steps_total: int | None = None
-
-
-class AttemptInfo(NamedTuple):
-    """One attempt of one step, with an output preview that never runs user code."""
-
-    position: int
-    attempt: int
-    kind: str
-    name: str
-    fingerprint: str
-    status: str
-    started: float | None
-    ended: float | None
-    codec: str | None
-    size: int
-    error: dict[str, Any] | None
-    next_position: int | None
-    resolution: str | None
-    resolved_by: str | None
-    preview: str | None = None
-    cost_micros: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    model: str | None = None
-    cache: str | None = None  # "hit" | "miss" for steps with cache=True
-
-
-class RunDetail(NamedTuple):
-    run: RunInfo
-    attempts: list[AttemptInfo]
-    result: Encoded | None
-    entry: str | None = None  # "module:qualname" (or "/path/script.py:qualname") to resume by
-    args: Encoded | None = None  # the call's encoded [args, kwargs]
-    result_shown: str | None = None  # a pickled result's short repr, taken when it was written
-
-
-class EventInfo(NamedTuple):
-    """One journal record as an event: ``seq`` orders all events of a journal."""
-
-    seq: int
-    run_id: str
-    kind: str
-    position: int | None
-    attempt: int | None
-    name: str | None
-    ts: float
-    data: dict[str, Any]
-
-
-class BoardEntry(NamedTuple):
-    """One version of one key on a run's blackboard, its value still encoded."""
-
-    key: str
-    version: int  # 1 for the key's first write, then one more for each
-    codec: str
-    output: bytes
-    tags: tuple[str, ...]
-    pinned: bool  # context assembly never drops a pinned entry
-    by: str  # who wrote it: a run's step ("run@epoch.position"), a thread's task, a person
-    ts: float
-
-
-class BoardView(NamedTuple):
-    """A run's blackboard as read: its current epoch and the entries asked for, each key's
-    versions oldest first, keys in the order of their first write."""
-
-    run_id: str
-    epoch: int
-    entries: list[BoardEntry]
-
-
-class CacheEntry(NamedTuple):
-    """A step output kept for reuse across runs (``step(..., cache=True)``)."""
-
-    key: str
-    fn: str
-    created: float
-    expires: float | None
-    size: int
-    cost_micros: int  # what computing it cost: a hit saves that much
-    codec: str | None = None  # the output itself, filled in by cache_get
-    output: bytes | None = None
-
-
-class Proposal(NamedTuple):
-    """A splice an agent proposed: replace ``target`` in ``path`` with ``code``."""
-
-    id: str
-    path: str
-    target: str
-    code: str
-    reason: str
-    by: str
-    created: float
-    base: str  # sha256 of the file when proposed
-    old: str  # the target's source when proposed: applying checks it is still the same
-    origin: str | None  # the run that proposed it, if any
-    state: str  # pending | applied | rejected | conflict
-    decided_by: str | None = None
-    decided_at: float | None = None
-    note: str | None = None  # a comment, or for a conflict the target's current source
-
-
-class ApprovalInfo(NamedTuple):
-    """A request for a person's decision, made by ``approval()`` at one position of a run."""
-
-    id: str
-    run_id: str
-    epoch: int
-    position: int
-    name: str
-    payload: Any  # what the workflow asked about (JSON data)
-    schema: dict[str, Any] | None  # a JSON schema an edited payload must satisfy
-    created: float
-    deadline: float | None
-    on_timeout: str  # approve | reject | suspend
-    status: str  # pending | approved | rejected | cancelled (the run was reset)
-    decided_by: str | None = None
-    decided_at: float | None = None
-    comment: str | None = None
-    edited: Any = None  # the payload as the approver changed it, or None
-    timed_out: bool = False
-    attempt: int = 1
-
-
-class CheckpointWrite(NamedTuple):
-    """One pending write of a graph task, its value encoded by the graph's serializer."""
-
-    task_id: str
-    idx: int  # position in the task's writes; special channels (errors, interrupts) are < 0
-    channel: str
-    value: Encoded  # (serializer type, bytes): the journal never decodes it
-    task_path: str = ""
-
-
-class CheckpointRow(NamedTuple):
-    """One checkpoint of a graph thread (a LangGraph checkpoint), as the journal keeps it."""
-
-    thread_id: str
-    ns: str  # the checkpoint namespace: "" for the root graph, else a subgraph's
-    checkpoint_id: str  # sortable: newer checkpoints have greater ids
-    parent_id: str | None
-    checkpoint: Encoded
-    metadata: Encoded
-    created: float
-    writes: list[CheckpointWrite]  # pending writes in (task_path, task_id, idx) order
-
-
-class Notice(NamedTuple):
-    """One notification of the outbox: an event people act on, and its delivery so far."""
-
-    key: str  # the idempotency key the receiver sees (stable across retries and restarts)
-    seq: int  # the journal event that caused it
-    event: str  # approval_waiting | effect_in_doubt | dead_letter | budget_stop | run_failed
-    run_id: str
-    created: float
-    state: str  # pending | delivered | failed
-    tries: int
-    next_at: float | None
-    last_error: str | None
-    delivered_at: float | None
-    body: str  # the JSON body, exactly as signed and sent
+    Protocol = object
 
 
 class Subscription(Protocol):
@@ -608,18 +392,3 @@ class Journal(
     """The whole backend contract: every role. A backend implements all of them (and passes the
     one contract suite); a caller that needs one role asks for it. Every method is safe to call
     from any thread."""
-
-
-if not TYPE_CHECKING:  # the class bodies above, as collections.namedtuple makes them
-    StepRecord = named_tuple(StepRecord)
-    RunState = named_tuple(RunState)
-    RunInfo = named_tuple(RunInfo)
-    AttemptInfo = named_tuple(AttemptInfo)
-    RunDetail = named_tuple(RunDetail)
-    EventInfo = named_tuple(EventInfo)
-    CacheEntry = named_tuple(CacheEntry)
-    Proposal = named_tuple(Proposal)
-    ApprovalInfo = named_tuple(ApprovalInfo)
-    CheckpointWrite = named_tuple(CheckpointWrite)
-    CheckpointRow = named_tuple(CheckpointRow)
-    Notice = named_tuple(Notice)

@@ -19,7 +19,6 @@ from letitloop.errors import (
     RunLockedError,
 )
 from letitloop.journal._contract import RunState, StepRecord
-from letitloop.journal._queues import fenced_error, process_alive
 from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
@@ -226,6 +225,8 @@ class JournalState:
                 run_id=run_id,
             )
         if entry is not None and entry.orphan_of is not None:
+            from letitloop.journal._queues import process_alive  # (not on a client's path)
+
             if entry.orphan_of != holder_label(session) and process_alive(entry.orphan_of):
                 raise RunLockedError(
                     f"run {run_id} was being executed by {entry.orphan_of} when the journal "
@@ -308,6 +309,8 @@ class JournalState:
                 self._check_resolve(entry, rec)
             return True
         if entry.holder != session and entry.fenced == session and session:  # a lapsed worker
+            from letitloop.journal._queues import fenced_error
+
             raise fenced_error(run_id, entry.holder and holder_label(entry.holder))
         if entry.holder != session:  # every kind: a run's header (entry, arguments) too
             raise RunLockedError(

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from letitloop.errors import (
     ConfigError,
@@ -31,7 +31,6 @@ from letitloop.journal import (
 )
 from letitloop.kernel._entry import sign_entry
 from letitloop.kernel._frozen import replace
-from letitloop.kernel._options import JournalSpec
 from letitloop.kernel._runtime import (
     _entry_point,
     _Invocation,
@@ -39,6 +38,9 @@ from letitloop.kernel._runtime import (
     resolve_journal,
     run_again,
 )
+
+if TYPE_CHECKING:
+    from letitloop.kernel._options import JournalSpec
 
 
 class RunHandle:

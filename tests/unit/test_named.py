@@ -9,7 +9,8 @@ from typing import NamedTuple
 import pytest
 
 from letitloop._named import named_tuple
-from letitloop.journal._contract import RunState, StepRecord
+from letitloop.journal import _contract
+from letitloop.journal._values import RunState, StepRecord
 from letitloop.kernel._context import StepInfo
 
 
@@ -62,7 +63,8 @@ def test_the_same_tuple_type_as_typing_makes() -> None:
 
 
 def test_the_journal_records_are_named_tuples_that_pickle() -> None:
-    assert StepRecord.__module__ == "letitloop.journal._contract"
+    assert StepRecord.__module__ == "letitloop.journal._values"
+    assert _contract.StepRecord is StepRecord  # (a pickle naming the contract's still loads)
     assert StepRecord._fields[:6] == (
         "position",
         "attempt",
@@ -77,6 +79,8 @@ def test_the_journal_records_are_named_tuples_that_pickle() -> None:
         pickle.loads(pickle.dumps(rec)) == rec
         and type(pickle.loads(pickle.dumps(rec))) is StepRecord
     )
+    old = pickle.dumps(rec, protocol=0).replace(b"journal._values", b"journal._contract")
+    assert b"_contract" in old and pickle.loads(old) == rec
     assert RunState._field_defaults == {
         "cost_micros": 0,
         "tokens": 0,

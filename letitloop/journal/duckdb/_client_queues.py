@@ -8,23 +8,29 @@ every ``IDLE_POLL`` seconds cost the owner nothing that matters and claim within
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from letitloop.journal._queues import (
-    QueueInfo,
-    QueueItem,
-    QueueSpec,
-    WorkerInfo,
-    check_spec,
-    items_of,
-    to_wire,
-)
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+    from letitloop.journal._queues import QueueInfo, QueueItem, QueueSpec, WorkerInfo
 
 IDLE_POLL = 0.02  # seconds between an idle worker's claims
 
 
+def _queues() -> ModuleType:
+    """``journal._queues``, imported by the first queue call: a workflow's client never needs
+    it (nor the typing its records import)."""
+    from letitloop.journal import _queues
+
+    return _queues
+
+
 def _items(rows: list[list[Any]]) -> list[QueueItem]:
-    return items_of([[*r[:-1], *(r[-1] if r[-1] is not None else (None, None))] for r in rows])
+    rows = [[*r[:-1], *(r[-1] if r[-1] is not None else (None, None))] for r in rows]
+    items: list[QueueItem] = _queues().items_of(rows)
+    return items
 
 
 class OwnerQueues:
@@ -37,14 +43,15 @@ class OwnerQueues:
         return self._call({"op": "queue", "act": act, **fields})  # type: ignore[no-any-return]
 
     def enqueue(self, spec: QueueSpec, item: QueueItem) -> bool:
-        check_spec(spec)  # a bad spec is the caller's ConfigError, said before anything is sent
-        return bool(self._q("enqueue", spec=to_wire(spec), item=to_wire(item))["new"])
+        q = _queues()
+        q.check_spec(spec)  # a bad spec is the caller's ConfigError, said before anything is sent
+        return bool(self._q("enqueue", spec=q.to_wire(spec), item=q.to_wire(item))["new"])
 
     def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
-        return _items(self._q("claim", worker=to_wire(worker), n=n)["items"])
+        return _items(self._q("claim", worker=_queues().to_wire(worker), n=n)["items"])
 
     def beat_worker(self, worker: WorkerInfo) -> list[str]:
-        return list(self._q("beat", worker=to_wire(worker))["lost"])
+        return list(self._q("beat", worker=_queues().to_wire(worker))["lost"])
 
     def finish_item(self, worker: str, run_id: str, outcome: str) -> bool:
         return bool(self._q("finish", wid=worker, run=run_id, outcome=outcome)["done"])
@@ -56,7 +63,10 @@ class OwnerQueues:
         self._q("pause", name=name, paused=paused)
 
     def queues(self) -> list[QueueInfo]:
-        return [QueueInfo(QueueSpec(*spec), *rest) for spec, *rest in self._q("queues")["queues"]]
+        q = _queues()
+        return [
+            q.QueueInfo(q.QueueSpec(*spec), *rest) for spec, *rest in self._q("queues")["queues"]
+        ]
 
     def queue_items(
         self, *, queue: str | None = None, state: str | None = None, limit: int = 100
@@ -68,9 +78,9 @@ class OwnerQueues:
         return _items([row])[0] if row is not None else None
 
     def workers(self) -> list[WorkerInfo]:
+        make = _queues().WorkerInfo._make
         return [
-            WorkerInfo._make([*w[:3], tuple(w[3]), *w[4:9], tuple(w[9])])
-            for w in self._q("workers")["workers"]
+            make([*w[:3], tuple(w[3]), *w[4:9], tuple(w[9])]) for w in self._q("workers")["workers"]
         ]
 
     def wait_for_work(self, timeout: float) -> None:
