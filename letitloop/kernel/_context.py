@@ -8,6 +8,7 @@ import time
 from _thread import allocate_lock
 from collections.abc import Callable
 from contextvars import ContextVar
+from operator import attrgetter
 
 from letitloop._named import named_tuple
 from letitloop.errors import (
@@ -45,6 +46,9 @@ if not TYPE_CHECKING:
     StepInfo = named_tuple(StepInfo)
 
 
+_STATUS = attrgetter("status")
+
+
 class RunContext:
     """One executing run. Positions are handed out in call order under a lock."""
 
@@ -70,7 +74,7 @@ class RunContext:
         self.epoch = state.epoch
         self.recorded = state.steps
         self.floor: dict[int, int] = {}  # position -> attempt superseded there (rerun above it)
-        if any(s.status == "superseded" for s in state.steps.values()):
+        if "superseded" in map(_STATUS, state.steps.values()):  # (at C speed: 1000s of steps)
             self.recorded = {p: s for p, s in state.steps.items() if s.status != "superseded"}
             self.floor = {p: s.attempt for p, s in state.steps.items() if s.status == "superseded"}
         self.last_recorded = max(self.recorded, default=-1)

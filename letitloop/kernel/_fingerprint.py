@@ -21,6 +21,9 @@ _SCALARS = frozenset({str, int, bool, type(None)})
 _FP_MEMO: dict[str, str] = {}
 _FP_MEMO_TEXT = 256  # longer argument texts are hashed every time
 _FP_MEMO_SIZE = 8192  # entries before the memo starts over
+# the same for a call with one short scalar argument (a loop's index, an id), keyed by its type
+# and value (True and 1 are equal, their fingerprints are not), so a replay builds no text
+_FP_ONE: dict[tuple[type, object], str] = {}
 
 
 def _scalars_only(args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
@@ -39,6 +42,10 @@ def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
     Fingerprints are stored in journals and compared on replay: changing how they are computed
     makes every unfinished run of an older version fail with NonDeterminismError.
     """
+    if not kwargs and len(args) == 1 and type(args[0]) in _SCALARS:
+        fp = _FP_ONE.get((type(args[0]), args[0]))
+        if fp is not None:
+            return fp
     if kwargs:
         text = "s:" + repr((args, sorted(kwargs.items()))) if _scalars_only(args, kwargs) else ""
     else:  # the common case, checked inline: repr is exact for these types
@@ -56,6 +63,10 @@ def fingerprint(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
                 if len(_FP_MEMO) >= _FP_MEMO_SIZE:
                     _FP_MEMO.clear()
                 _FP_MEMO[text] = fp
+        if len(args) == 1 and not kwargs and len(text) <= _FP_MEMO_TEXT:
+            if len(_FP_ONE) >= _FP_MEMO_SIZE:
+                _FP_ONE.clear()
+            _FP_ONE[type(args[0]), args[0]] = fp
         return fp
     walker = _Walker(lenient=True)
     try:

@@ -189,8 +189,15 @@ def test_fingerprints_are_the_same_remembered_or_not() -> None:
         return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
     _fingerprint._FP_MEMO.clear()
-    for args in [(1,), (True,), ("x", None, 3), (1,), (True,), ("x" * 500,)]:
+    _fingerprint._FP_ONE.clear()
+    one: list[tuple[object, ...]] = [(1,), (True,), ("a",), (None,), (0,), (False,), ("x" * 500,)]
+    for args in [*one, ("x", None, 3), *one]:  # each single scalar twice: hashed, then kept
         assert _fingerprint.fingerprint(args, {}) == hashed(args)
+    for args in [([1],), ({"a": 1},)]:  # unhashable, not scalar: walked, never kept
+        assert _fingerprint.fingerprint(args, {}) == _fingerprint.fingerprint(args, {})
+    assert (bool, True) in _fingerprint._FP_ONE and (int, 1) in _fingerprint._FP_ONE
+    assert _fingerprint._FP_ONE[bool, True] != _fingerprint._FP_ONE[int, 1]
+    assert (str, "x" * 500) not in _fingerprint._FP_ONE
     assert _fingerprint.fingerprint((1,), {}) != _fingerprint.fingerprint((True,), {})
     assert "s:" + repr(("x" * 500,)) not in _fingerprint._FP_MEMO  # long texts are not kept
     assert _fingerprint.fingerprint((1,), {"k": 2}) == _fingerprint.fingerprint((1,), {"k": 2})
