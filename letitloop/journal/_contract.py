@@ -16,24 +16,6 @@ run until ``release_run`` or until the process dies (the owner notices the close
 
 from __future__ import annotations
 
-from letitloop.journal._values import (  # the records the roles return, re-exported
-    ApprovalInfo as ApprovalInfo,
-    AttemptInfo as AttemptInfo,
-    BoardEntry as BoardEntry,
-    BoardView as BoardView,
-    CacheEntry as CacheEntry,
-    CheckpointRow as CheckpointRow,
-    CheckpointWrite as CheckpointWrite,
-    Encoded as Encoded,
-    EventInfo as EventInfo,
-    Notice as Notice,
-    Proposal as Proposal,
-    RunDetail as RunDetail,
-    RunInfo as RunInfo,
-    RunState as RunState,
-    StepRecord as StepRecord,
-)
-
 # typing is for the type checker only: importing it would cost every process that imports the
 # runtime a few ms (the path of ``from letitloop import durable, step`` and of every resume).
 # At run time the roles are plain classes: they are never instantiated or checked with
@@ -45,8 +27,26 @@ if TYPE_CHECKING:
 
     from letitloop.journal._queues import QueueInfo, QueueItem, QueueSpec, WorkerInfo
     from letitloop.journal._records import Record
+    from letitloop.journal._values import (  # the records the roles return, re-exported
+        ApprovalInfo as ApprovalInfo,
+        AttemptInfo as AttemptInfo,
+        BoardEntry as BoardEntry,
+        BoardView as BoardView,
+        CacheEntry as CacheEntry,
+        CheckpointRow as CheckpointRow,
+        CheckpointWrite as CheckpointWrite,
+        Encoded as Encoded,
+        EventInfo as EventInfo,
+        Notice as Notice,
+        Proposal as Proposal,
+        RunDetail as RunDetail,
+        RunInfo as RunInfo,
+        RunState as RunState,
+        StepRecord as StepRecord,
+    )
 else:
     Protocol = object
+    from letitloop.journal._values import Encoded as Encoded
 
 
 class Subscription(Protocol):
@@ -392,3 +392,12 @@ class Journal(
     """The whole backend contract: every role. A backend implements all of them (and passes the
     one contract suite); a caller that needs one role asks for it. Every method is safe to call
     from any thread."""
+
+
+def __getattr__(name: str) -> Any:
+    """The records the roles return, re-exported (``journal._values``; made when first used)."""
+    from letitloop.journal import _values
+
+    if name in _values.RECORDS:
+        return getattr(_values, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,8 +18,8 @@ from letitloop.errors import (
     RunCancelledError,
     RunLockedError,
 )
-from letitloop.journal._contract import RunState, StepRecord
 from letitloop.journal._records import JOURNAL_KINDS, Record, check_board, natural_key, validate
+from letitloop.journal._values import RunState, StepRecord
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:

@@ -11,14 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from letitloop.journal._contract import (
-    ApprovalInfo,
-    CheckpointRow,
-    CheckpointWrite,
-    Encoded,
-    Proposal,
-    RunDetail,
-)
 from letitloop.journal._records import (
     Record,
     board_record,
@@ -30,6 +22,15 @@ from letitloop.journal._records import (
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
     from typing import Any
+
+    from letitloop.journal._values import (
+        ApprovalInfo,
+        CheckpointRow,
+        CheckpointWrite,
+        Encoded,
+        Proposal,
+        RunDetail,
+    )
 
 
 class RecordWrites:

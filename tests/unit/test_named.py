@@ -89,3 +89,23 @@ def test_the_journal_records_are_named_tuples_that_pickle() -> None:
         "forked": False,
     }
     assert StepInfo("r", "s", 0, 1, "step", "lil-k").feedback is None
+
+
+def test_records_a_workflow_does_not_use_are_made_when_first_asked_for() -> None:
+    """A fresh interpreter that imports the runtime makes StepRecord and RunState only; the
+    others appear, once, when first named (through the contract or the face too)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from letitloop import durable, step\n"
+        "from letitloop.journal import _values as v\n"
+        "print(sorted(n for n in v.RECORDS if n in vars(v)))\n"
+        "from letitloop.journal._contract import RunInfo\n"
+        "from letitloop.journal import RunInfo as face\n"
+        "print(RunInfo is face is v.RunInfo, 'RunInfo' in vars(v))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:2] == ["['RunState', 'StepRecord']", "True True"]

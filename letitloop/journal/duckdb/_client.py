@@ -16,21 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from letitloop.errors import JournalUnavailableError, LetItLoopError
+from letitloop.journal import _values  # its records are made when first used
 from letitloop.journal._config import JournalPaths, find_journal
-from letitloop.journal._contract import (
-    ApprovalInfo,
-    AttemptInfo,
-    BoardView,
-    CacheEntry,
-    CheckpointRow,
-    Encoded,
-    EventInfo,
-    Notice,
-    Proposal,
-    RunDetail,
-    RunInfo,
-    RunState,
-)
 from letitloop.journal._records import (
     Record,
     cache_record,
@@ -50,6 +37,21 @@ from letitloop.journal.duckdb._link import Link
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
     from typing import Any
+
+    from letitloop.journal._values import (
+        ApprovalInfo,
+        AttemptInfo,
+        BoardView,
+        CacheEntry,
+        CheckpointRow,
+        Encoded,
+        EventInfo,
+        Notice,
+        Proposal,
+        RunDetail,
+        RunInfo,
+        RunState,
+    )
 
 _journals: dict[Path, OwnerJournal] = {}
 _journals_lock = allocate_lock()
@@ -154,7 +156,7 @@ class _Sub:
 
 
 def _event(e: dict[str, Any]) -> EventInfo:
-    return EventInfo(
+    return _values.EventInfo(
         seq=e["seq"],
         run_id=e["run"],
         kind=e.get("k") or e.get("kind", ""),
@@ -256,7 +258,7 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
         msg = self._call({"op": "run", "run": run_id})
         result = msg.get("result")
         args = msg.get("args")
-        return RunDetail(
+        return _values.RunDetail(
             _run_info(msg["run"]),
             [_attempt(a) for a in msg["attempts"]],
             (result[0], result[1]) if result else None,
@@ -294,7 +296,9 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
         if row is None:
             return None
         codec, output, cost, created, expires = row
-        return CacheEntry(key, "", created, expires, len(output or b""), cost, codec, output)
+        return _values.CacheEntry(
+            key, "", created, expires, len(output or b""), cost, codec, output
+        )
 
     def cache_put(
         self, key: str, fn: str, encoded: Encoded, cost_micros: int, expires: float | None
@@ -303,7 +307,7 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
 
     def cache_list(self, limit: int = 100) -> list[CacheEntry]:
         rows = self._call({"op": "cache_list", "limit": limit})["entries"]
-        return [CacheEntry(*row) for row in rows]
+        return [_values.CacheEntry(*row) for row in rows]
 
     def set_budget(
         self, run_id: str, by: str, *, usd_micros: int | None = None, tokens: int | None = None
@@ -313,7 +317,7 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
 
     def proposals(self, state: str | None = None) -> list[Proposal]:
         rows = self._call({"op": "proposals", "state": state})["proposals"]
-        return [Proposal(*row) for row in rows]
+        return [_values.Proposal(*row) for row in rows]
 
     def approvals(
         self, *, status: str | None = None, run_id: str | None = None, limit: int = 100
@@ -416,15 +420,15 @@ def approval_row(row: list[Any]) -> ApprovalInfo:
     """An ``ApprovalInfo`` from the store's row (JSON columns arrive as text)."""
     import json
 
-    item = dict(zip(ApprovalInfo._fields, row, strict=True))
+    item = dict(zip(_values.ApprovalInfo._fields, row, strict=True))
     for name in ("payload", "schema", "edited"):
         item[name] = json.loads(item[name]) if item[name] is not None else None
     item["timed_out"] = bool(item["timed_out"])
-    return ApprovalInfo(**item)
+    return _values.ApprovalInfo(**item)
 
 
 def _run_info(r: dict[str, Any]) -> RunInfo:
-    return RunInfo(
+    return _values.RunInfo(
         run_id=r["run"],
         workflow=r["wf"],
         key=r["key"],
@@ -448,7 +452,7 @@ def _run_info(r: dict[str, Any]) -> RunInfo:
 
 
 def _attempt(a: dict[str, Any]) -> AttemptInfo:
-    return AttemptInfo(
+    return _values.AttemptInfo(
         position=a["pos"],
         attempt=a["att"],
         kind=a["kind"] or "step",
