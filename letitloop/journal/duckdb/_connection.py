@@ -34,7 +34,38 @@ START_KILLS = 5  # owners killed by a signal while starting that are replaced be
 
 _forks = [0]  # how many times this process was forked into (a system call saved per request)
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
-_spawned: list[Any] = []  # subprocess.Popen objects of owners this process started
+_spawned: list[_Child] = []  # owners this process started, until they are reaped
+_READY_FD = 3  # where a spawned owner finds the write end of its readiness pipe
+
+
+class _Child:
+    """An owner process this process spawned (what ``subprocess.Popen`` would say of it:
+    ``import subprocess`` costs a cold start a few ms, ``os.posix_spawn`` nothing)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (a SIGCHLD handler): it is gone
+                self.returncode = 0
+                return 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        """Its exit status (negative: killed by that signal); ``TimeoutError`` if it runs on."""
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"owner {self.pid} still runs")
+            time.sleep(0.005)
+        assert self.returncode is not None
+        return self.returncode
 
 
 def owner_path() -> list[str]:
@@ -64,6 +95,30 @@ def reap() -> None:
     for proc in list(_spawned):
         if proc.poll() is not None:
             _spawned.remove(proc)
+
+
+def _child_files(log_fd: int, ready_w: int) -> list[tuple[Any, ...]]:
+    """An owner's files: stdin from /dev/null, stdout and stderr to its log, the readiness
+    pipe as ``_READY_FD``; every other inheritable descriptor of this process closed (as
+    ``close_fds`` does: a pipe a caller's shell waits on must not live on in the owner)."""
+    keep = {0, 1, 2, log_fd, ready_w}
+    actions: list[tuple[Any, ...]] = []
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd") if n.isdigit()]
+    except OSError:
+        fds = []
+    for fd in fds:
+        if fd not in keep and fd != _READY_FD:
+            try:
+                if os.get_inheritable(fd):
+                    actions.append((os.POSIX_SPAWN_CLOSE, fd))
+            except OSError:  # (the listing's own descriptor, closed by now)
+                pass
+    actions.append((os.POSIX_SPAWN_DUP2, ready_w, _READY_FD))  # (clears close-on-exec)
+    actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
+    actions.append((os.POSIX_SPAWN_DUP2, log_fd, 1))
+    actions.append((os.POSIX_SPAWN_DUP2, log_fd, 2))
+    return actions
 
 
 class _Foreign(JournalUnavailableError):
@@ -219,15 +274,15 @@ class OwnerConnection:
         if proc is None:
             return False
         try:
-            proc.wait(timeout=5)
-        except Exception:  # still running: the connect loop will see what it does
+            status = proc.wait(timeout=5)
+        except TimeoutError:  # still running: the connect loop will see what it does
             return False
-        if proc.returncode < 0 and self._start_kills < START_KILLS:
+        if status < 0 and self._start_kills < START_KILLS:
             self._start_kills += 1  # killed from outside (OOM killer, a kill -9): not its fault
             return True
-        if proc.returncode != 0:
+        if status != 0:
             raise JournalUnavailableError(
-                f"the journal owner for {self.location} exited with status {proc.returncode}"
+                f"the journal owner for {self.location} exited with status {status}"
                 f"{self._owner_log_tail()}",
                 fix="read the owner's log above; `lil journal doctor` checks the usual causes",
             )
@@ -256,8 +311,8 @@ class OwnerConnection:
         return bool(_spawned)
 
     def _spawn(self) -> None:
-        import subprocess
-
+        """Start an owner detached (its own session), its output in the owner's log, in the
+        journal's directory, holding no file of ours but the write end of the readiness pipe."""
         reap()
         make_journal_dir(self.paths.root)
         env = dict(os.environ)
@@ -266,29 +321,24 @@ class OwnerConnection:
             os.close(self._ready_fd)
         self._ready_fd, ready_w = os.pipe()
         log_fd = _files.open_regular(self.paths.owner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        with open(log_fd, "ab") as log:
-            self._log_from = log.seek(0, os.SEEK_END)  # show people only what this owner wrote
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-S",  # no site: its .pth files cost more than the owner's own imports
-                    "-m",
-                    "letitloop.journal.duckdb.owner",
-                    "--journal",
-                    self.location,
-                ]
-                + ["--ready-fd", str(ready_w)],
-                pass_fds=(ready_w,),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                close_fds=True,
-                env=env,
-                cwd=str(self.paths.root),
+        try:
+            self._log_from = os.lseek(log_fd, 0, os.SEEK_END)  # people see what it wrote
+            # -S: no site (its .pth files cost more than the owner's imports); -P: not this
+            # process's working directory first on its path (a module there must not shadow
+            # one of the owner's); the owner moves to the journal's directory itself
+            args = [sys.executable, "-S", "-P", "-m", "letitloop.journal.duckdb.owner"]
+            args += ["--journal", self.location, "--ready-fd", str(_READY_FD)]
+            pid = os.posix_spawn(
+                sys.executable,
+                args,
+                env,
+                file_actions=_child_files(log_fd, ready_w),
+                setsid=True,
             )
-        os.close(ready_w)
-        _spawned.append(proc)
+        finally:
+            os.close(log_fd)
+            os.close(ready_w)
+        _spawned.append(_Child(pid))
         self._spawns += 1
 
     def _owner_log_tail(self) -> str:

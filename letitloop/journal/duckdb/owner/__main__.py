@@ -7,7 +7,6 @@ holder is shutting down, then exits), replays the log and serves until stopped o
 
 from __future__ import annotations
 
-import argparse
 import errno
 import fcntl
 import os
@@ -54,17 +53,54 @@ def _serving(paths: JournalPaths) -> bool:
         s.close()
 
 
+USAGE = (
+    "usage: python -m letitloop.journal.duckdb.owner --journal PATH [--ready-fd FD]\n"
+    "  --journal PATH  the journal's DuckDB file\n"
+    "  --ready-fd FD   written to once listening (the client that started this owner waits)"
+)
+
+
+def _arguments(argv: list[str]) -> tuple[str, int] | str:
+    """(journal, ready fd) from the command line, or what is wrong with it. Parsed by hand:
+    argparse (with gettext, locale and shutil under it) costs every cold start several ms."""
+    journal, ready_fd = None, -1
+    args = list(argv)
+    while args:
+        flag = args.pop(0)
+        name, eq, value = flag.partition("=")
+        if name not in ("--journal", "--ready-fd"):
+            return f"unrecognized argument {flag!r}"
+        if not eq:
+            if not args:
+                return f"{name} needs a value"
+            value = args.pop(0)
+        if name == "--journal":
+            journal = value
+        elif not value.lstrip("-").isdigit():
+            return f"--ready-fd must be a file descriptor number, not {value!r}"
+        else:
+            ready_fd = int(value)
+    if journal is None:
+        return "the argument --journal is required"
+    return journal, ready_fd
+
+
 def main(argv: list[str] | None = None) -> int:
     """Take the journal's lock and serve it; 0 when another owner already serves it."""
-    parser = argparse.ArgumentParser(prog="python -m letitloop.journal.duckdb.owner")
-    parser.add_argument("--journal", required=True, help="the journal's DuckDB file")
-    parser.add_argument("--ready-fd", type=int, default=-1, help="written to once listening")
-    args = parser.parse_args(argv)
+    parsed = _arguments(sys.argv[1:] if argv is None else argv)
+    if isinstance(parsed, str):
+        print(f"{USAGE}\nerror: {parsed}", file=sys.stderr, flush=True)
+        return 2
+    journal, ready_fd = parsed
     sys.setswitchinterval(0.0005)  # the loop must get the GIL back quickly from the db thread
     import gc
 
     gc.set_threshold(50_000, 20, 100)  # the live state is many small dicts: collect rarely
-    paths = JournalPaths(Path(args.journal).resolve())
+    paths = JournalPaths(Path(journal).resolve())
+    try:  # a daemon must not hold its starter's working directory (it may be removed)
+        os.chdir(paths.root)
+    except OSError:
+        pass
     try:
         _files.private_umask(_files.share_gid(paths))  # before any file is made
     except LetItLoopError as exc:
@@ -91,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         return 2
-    owner.serve(ready_fd=args.ready_fd)
+    owner.serve(ready_fd=ready_fd)
     os.close(lock_fd)  # released only after DuckDB is closed
     return 0
 

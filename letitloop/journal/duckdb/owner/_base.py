@@ -16,7 +16,6 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from letitloop.journal._config import JournalPaths, env_float
 from letitloop.journal._records import Record
@@ -25,7 +24,10 @@ from letitloop.journal.duckdb import _files, _wire
 from letitloop.journal.duckdb.owner._checkpoint_heads import Heads
 from letitloop.journal.duckdb.owner._conn import Conn
 
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
+    from typing import Any
+
     from letitloop.journal._limits import Buckets
     from letitloop.journal.duckdb.owner._log import Log
     from letitloop.journal.duckdb.owner._notify import Notifier
@@ -113,11 +115,7 @@ class OwnerBase:
         self.deferring: set[Conn] = set()  # connections with a deferred request: all of theirs wait
         self.kick_pending = False
         self.queries: Queries | None = None  # lil journal sql's thread, started on first use
-        from letitloop.journal._limits import Buckets
-
-        self.buckets: Buckets = (
-            Buckets()
-        )  # shared rate limits: in memory, they refill whatever happens
+        self._buckets: Buckets | None = None  # shared rate limits (made by the first ``limit``)
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
         # connections whose output waits or that died while the database thread sent to them
@@ -127,6 +125,15 @@ class OwnerBase:
         self.accept_backoff = 0.0
         self.socket_checked = 0.0
         self.socket_id: tuple[int, int] | None = None
+
+    @property
+    def buckets(self) -> Buckets:
+        """The shared rate limits: in memory, they refill whatever happens (event loop only)."""
+        if self._buckets is None:
+            from letitloop.journal._limits import Buckets
+
+            self._buckets = Buckets()
+        return self._buckets
 
     # -- jobs of other parts ------------------------------------------------------------------
 

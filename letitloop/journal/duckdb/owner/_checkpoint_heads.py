@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_ENTRIES = 1000  # (thread, ns) pairs kept
 MAX_ENTRY_BYTES = 1 << 20  # a head whose checkpoint and writes exceed this is not kept
@@ -29,7 +32,8 @@ MAX_EARLY = 16  # checkpoints newer than the head with writes before their put (
 _LSNS = 20000  # threads whose last checkpoint record's position is remembered
 MAX_PAIRS = 200_000  # (thread, ns) pairs with checkpoints kept in memory, at most
 
-Writes = dict[tuple[str, int], list[Any]]  # (task, idx) -> [task, idx, channel, vtype, value, path]
+if TYPE_CHECKING:  # (task, idx) -> [task, idx, channel, vtype, value, path]
+    Writes = dict[tuple[str, int], list[Any]]
 
 
 class _Head:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any
 
 from letitloop.errors import LetItLoopError
 from letitloop.journal._config import env_float
 from letitloop.journal.duckdb import _wire
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 # bytes a client may leave unread (replies, pushes) before it is dropped; one message of any
 # size is always queued whole, so this bounds a client that stops reading, not a large reply

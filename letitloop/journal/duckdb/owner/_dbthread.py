@@ -7,8 +7,6 @@ import os
 import queue
 import sys
 import time
-import traceback
-from typing import Any
 
 from letitloop.journal.duckdb.owner._base import (
     _FOLD_NOW,
@@ -20,6 +18,10 @@ from letitloop.journal.duckdb.owner._conn import Conn, error_reply, reply_to
 from letitloop.journal.duckdb.owner._log import disk_full
 from letitloop.journal.duckdb.owner._queries import Queries
 from letitloop.journal.duckdb.owner._reads import QUERIES, READS
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class DbThread(OwnerBase):
@@ -58,6 +60,8 @@ class DbThread(OwnerBase):
                     flush=True,
                 )
                 os._exit(75)
+            import traceback  # (a bug's report: not imported before one)
+
             traceback.print_exc()
             sys.stderr.flush()
             os._exit(70)

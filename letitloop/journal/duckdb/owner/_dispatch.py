@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-import traceback
-from typing import Any
 
 from letitloop._version import __version__ as VERSION
 from letitloop.errors import JournalError, LetItLoopError, RunLockedError
@@ -25,6 +23,10 @@ from letitloop.journal.duckdb.owner._conn import Conn, error_reply, reply_to
 from letitloop.journal.duckdb.owner._reads import QUERIES, READS, capped
 from letitloop.journal.duckdb.owner._requests import BadRequest
 from letitloop.journal.duckdb.owner._start import entry_from
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Dispatch(OwnerBase):
@@ -221,6 +223,8 @@ class Dispatch(OwnerBase):
             except LetItLoopError as exc:
                 replies.append((conn, reply_to(req, error_reply(exc))))
             except Exception as exc:  # see _read
+                import traceback  # (a bug's report: not imported before one)
+
                 traceback.print_exc()
                 replies.append((conn, reply_to(req, error_reply(exc))))
 

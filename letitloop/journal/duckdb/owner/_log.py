@@ -24,8 +24,6 @@ import os
 import re
 import struct
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from letitloop.errors import DiskFullError, JournalError
@@ -39,6 +37,10 @@ _IOV_MAX = 512  # buffers per writev call (Linux allows 1024)
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC
 SEGMENT_BYTES = 8 << 20  # folded segments are deleted whole: small ones keep the log small
 _FULL = (errno.ENOSPC, errno.EDQUOT)
+TYPE_CHECKING = False  # typing (and dataclasses) cost an owner's cold start: the checker's only
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 SALVAGE_FIX = (
     "stop every process using this journal, then run `lil journal doctor --salvage`: it keeps "
     "every intact record, moves the damaged log aside and says what was lost; or restore the "
@@ -46,27 +48,27 @@ SALVAGE_FIX = (
 )
 
 
-@dataclass
 class Damage:
     """Something wrong with the log that cutting a torn tail cannot explain."""
 
-    segment: Path
-    offset: int  # byte offset in that segment
-    what: str
+    def __init__(self, segment: Path, offset: int, what: str) -> None:
+        self.segment = segment
+        self.offset = offset  # byte offset in that segment
+        self.what = what
 
     def describe(self) -> str:
         return f"{self.segment} at byte {self.offset}: {self.what}"
 
 
-@dataclass
 class Scan:
     """What a log holds after ``folded_lsn``: intact records, a torn tail, and any damage."""
 
-    records: list[tuple[int, bytes]] = field(default_factory=list)  # (end lsn, payload)
-    torn: tuple[Path, int] | None = None  # the last segment's torn final frame starts here
-    damage: list[Damage] = field(default_factory=list)
-    segments: list[int] = field(default_factory=list)
-    end: int = 0  # the log's end lsn once the torn tail is cut
+    def __init__(self, segments: list[int] | None = None) -> None:
+        self.records: list[tuple[int, bytes]] = []  # (end lsn, payload)
+        self.torn: tuple[Path, int] | None = None  # the last segment's torn final frame starts
+        self.damage: list[Damage] = []
+        self.segments: list[int] = segments if segments is not None else []
+        self.end = 0  # the log's end lsn once the torn tail is cut
 
 
 def frame(payload: bytes) -> bytes:

@@ -23,8 +23,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
-from typing import Any
 
 from letitloop.errors import DiskFullError, JournalError, LetItLoopError
 from letitloop.journal._config import JournalPaths
@@ -51,6 +49,10 @@ from letitloop.journal.duckdb.owner._queue import QueueOps
 from letitloop.journal.duckdb.owner._requests import BadRequest, decode as decode_request
 from letitloop.journal.duckdb.owner._shutdown import Shutdown
 from letitloop.journal.duckdb.owner._start import Starting
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Owner(Listening, Dispatch, QueueOps, Commit, DbThread, Starting, Shutdown):
@@ -252,6 +254,8 @@ class Owner(Listening, Dispatch, QueueOps, Commit, DbThread, Starting, Shutdown)
                 if req.get("ack", True):
                     replies.append((conn, reply_to(req, error_reply(exc))))
             except Exception as exc:  # a bug met by one request: that client is told, all go on
+                import traceback  # (a bug's report: not imported before one)
+
                 traceback.print_exc()
                 replies.append((conn, reply_to(req, error_reply(exc))))
             if len(batch) > before:

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from letitloop.journal._contract import EventInfo
 from letitloop.journal._outbox import (
@@ -27,7 +26,10 @@ from letitloop.journal._outbox import (
     retry_sql,
 )
 
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
+    from typing import Any
+
     from letitloop.journal.duckdb.owner._store import Store
 
 PERIOD = 0.5  # seconds between scans when nothing wakes the notifier

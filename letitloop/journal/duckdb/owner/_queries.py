@@ -15,11 +15,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from letitloop.errors import JournalError
 
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
+    from typing import Any
+
     import duckdb
 
     from letitloop.journal.duckdb.owner._store import Store
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
 MAX_WAITING = 8  # queries asked and not answered yet, beyond which one more is refused
 STOP_SECONDS = 10.0  # what a stop waits for the running query to take its interrupt
 
-# (connection, request, the query's answer or what it raised): sends the reply
-Reply = Callable[[Any, dict[str, Any], "dict[str, Any] | Exception"], None]
+if TYPE_CHECKING:  # (connection, request, the query's answer or what it raised): sends it
+    Reply = Callable[[Any, dict[str, Any], dict[str, Any] | Exception], None]
 
 
 class Queries:

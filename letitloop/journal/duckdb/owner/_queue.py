@@ -11,21 +11,16 @@ worker): then its run leases are revoked too, so its next write is refused (``Le
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from letitloop.journal._queues import (
-    OUTCOMES,
-    QueueBoard,
-    QueueSpec,
-    item_from,
-    items_of,
-    spec_from,
-    to_wire,
-    worker_from,
-)
 from letitloop.journal.duckdb.owner._base import OwnerBase
 from letitloop.journal.duckdb.owner._conn import Conn, error_reply, reply_to
 from letitloop.journal.duckdb.owner._requests import BadRequest
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
+
+    from letitloop.journal._queues import QueueBoard, QueueSpec
 
 LAPSE_CHECK = 0.2  # seconds between looks for workers past their TTL
 _ITEM_COLS = (
@@ -54,6 +49,16 @@ class QueueOps(OwnerBase):
     lapse_checked: float
 
     def _queue_request(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> None:
+        # imported by the first queue request: an owner that serves no queue never loads them
+        from letitloop.journal._queues import (
+            OUTCOMES,
+            QueueBoard,
+            item_from,
+            spec_from,
+            to_wire,
+            worker_from,
+        )
+
         if not getattr(self, "board_ready", False):
             if not hasattr(self, "board_parked"):
                 self.board, self.board_parked, self.board_ready = QueueBoard(), [], False
@@ -164,6 +169,8 @@ def _text(req: dict[str, Any], name: str) -> str:
 
 
 def _load(db: Any) -> tuple[list[tuple[QueueSpec, bool]], list[Any]]:
+    from letitloop.journal._queues import QueueSpec, items_of
+
     queues = [
         (QueueSpec(r[0], r[1], r[2], r[3], r[4], r[5]), bool(r[6]))
         for r in db.execute(

@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from letitloop._version import __version__ as VERSION
 from letitloop.errors import JournalError
 from letitloop.journal._config import env_float
 from letitloop.journal.duckdb import _wire
 
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
+    from typing import Any
+
     from letitloop.journal.duckdb.owner._base import OwnerBase as Owner
 
 # rows one ``runs``, ``events``, ``approvals``, ``cache_list`` or ``notices`` reply holds at most,

@@ -9,11 +9,13 @@ Records inside an ``append`` are checked by ``journal._records.validate`` as the
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgpack
 
 from letitloop.errors import JournalError
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 _S, _I, _F, _B, _N = str, int, float, bool, type(None)
 _NUM = (int, float)

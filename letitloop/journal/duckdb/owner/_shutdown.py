@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
 
 from letitloop.errors import LetItLoopError
 from letitloop.journal.duckdb.owner import _warm
@@ -13,6 +12,10 @@ from letitloop.journal.duckdb.owner._base import (
     SNAPSHOT_SECONDS,
     OwnerBase,
 )
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Shutdown(OwnerBase):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
 
 from letitloop.errors import LetItLoopError
 from letitloop.journal._state import (
@@ -21,6 +20,10 @@ from letitloop.journal.duckdb.owner._base import (
 )
 from letitloop.journal.duckdb.owner._conn import Conn
 from letitloop.journal.duckdb.owner._reads import QUERIES, READS
+
+TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Starting(OwnerBase):

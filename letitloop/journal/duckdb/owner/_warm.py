@@ -18,22 +18,28 @@ killed later restarts from DuckDB and its log, never from a snapshot older than 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import struct
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import msgpack
 
+from letitloop._digest import compare_digest, hmac_sha256
+from letitloop._named import named_tuple
 from letitloop._version import __version__ as VERSION
 from letitloop.errors import JournalError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _files, _wire
+
+# typing, dataclasses and hashlib cost an owner's cold start several ms each: the checker's only
+# (the HMAC is the interpreter's own SHA-256: letitloop._digest, byte for byte hmac's)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any, NamedTuple
+else:
+    NamedTuple = object
 
 MAGIC = b"LILWARM1"
 _ID_LEN = struct.Struct("<H")
@@ -42,14 +48,17 @@ MAX_RUNS = 256  # unfinished runs kept, the most recently updated first
 MAX_BYTES = 32 << 20  # and at most this many bytes of them: loading it must stay fast
 
 
-@dataclass(frozen=True)
-class Warm:
+class Warm(NamedTuple):
     """A verified snapshot: the journal's identity and the runs to serve before DuckDB loads."""
 
     journal_id: str
     schema: int
     folded_lsn: int
     runs: list[dict[str, Any]]
+
+
+if not TYPE_CHECKING:
+    Warm = named_tuple(Warm)
 
 
 def path_of(paths: JournalPaths) -> Path:
@@ -114,7 +123,7 @@ def encode(
     body: bytes = msgpack.packb([head, kept], use_bin_type=True)
     jid = journal_id.encode()
     prefix = MAGIC + _ID_LEN.pack(len(jid)) + jid
-    mac = hmac.new(key, prefix + body, hashlib.sha256).digest()
+    mac = hmac_sha256(key, prefix + body)
     return prefix + mac + body
 
 
@@ -175,8 +184,8 @@ def verify(paths: JournalPaths, data: bytes) -> tuple[Warm | None, str]:
         return None, "no key for its journal id"
     mac = data[n + id_len : n + id_len + _MAC_LEN]
     body = data[n + id_len + _MAC_LEN :]
-    expected = hmac.new(key, data[: n + id_len] + body, hashlib.sha256).digest()
-    if not hmac.compare_digest(mac, expected):
+    expected = hmac_sha256(key, data[: n + id_len] + body)
+    if not compare_digest(mac, expected):
         return None, "bad MAC (damaged or not written with this journal's key)"
     try:
         head, packed = msgpack.unpackb(body, raw=False)
