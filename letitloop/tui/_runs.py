@@ -316,6 +316,8 @@ class RunsScreen(RunActions, JournalScreen):
     def journal_changed(self, message: JournalChanged) -> None:
         """Move the rows forward from the events at once; read the changed runs again later
         (costs, exact counts), in a worker, once they go quiet (see ``FULL_READ_QUIET``)."""
+        if not self.is_mounted or not self.query("#runs"):  # (a push as the app closes)
+            return
         by_run: dict[str, list[EventInfo]] = {}
         for e in message.events:
             if e.run_id and e.seq:  # seq 0: a notice this screen posted itself

@@ -185,3 +185,22 @@ async def test_a_process_killed_mid_run_shows_as_interrupted_and_in_doubt(
         assert app.screen is runs
         table = runs.query_one("#runs", DataTable)
         await until(pilot, lambda: cell(table, "shop.notify:order-1", "status") == "interrupted")
+
+
+async def test_an_event_pushed_while_the_runs_table_is_gone_is_ignored(journal_path: Path) -> None:
+    """A push that lands as the app closes (its table already removed) must not stop the app
+    with NoMatches (benchmarks/tui.py's live figure did, quitting right after a write)."""
+    from letitloop.journal import EventInfo
+    from letitloop.tui._model import JournalChanged
+
+    fill(journal_path)
+    app = LilApp(journal_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        await screen.query_one("#runs", DataTable).remove()
+        data = {"k": "step", "run": "etl.pipeline:p1", "pos": 9, "name": "late"}
+        event = EventInfo(10**9, "etl.pipeline:p1", "step", 9, 1, "late", 1.0, data)
+        screen.journal_changed(JournalChanged([event]))  # raised NoMatches before
+        await pilot.pause()
