@@ -15,8 +15,8 @@ synchronous_commit on, or ``--dsn`` / ``LIL_TEST_PG_DSN``), each in a database o
   (``benchmarks/.venvs/pg-peers``, created by this script on first use; never the project's
   ``.venv``).
 
-Bars: per step <= 2x the single-row commit; resume of 1000 steps <= 10 ms; 16 writers >= 5,000
-steps/s. Every figure is a median of one run; ratios are to figures of the same run. What each
+Bars (issue #34): per step <= 2x the single-row commit; resume of 1000 steps <= 5 ms; 16 writers
+>= 0.6x the bare-commit floor of 16 processes measured in the same run. Every figure is a median of one run; ratios are to figures of the same run. What each
 figure means is in ``benchmarks/README.md`` (section "postgres.py"). The script also runs as its
 own helper (``--worker ...``, ``--peer ...``): those modes are internal.
 """
@@ -52,7 +52,9 @@ SMALL = "0123456789abcdefghij"  # a 20-byte step output
 RESUME_STEPS = 1000
 PEERS_VENV = HERE / ".venvs" / "pg-peers"
 PEERS = ["dbos==3.4.0", "langgraph-checkpoint-postgres==3.2.0", "langgraph>=1.2", "psycopg[binary]"]
-BARS = {"per_step_x_commit": 2.0, "resume_ms": 10.0, "writers16_steps_per_s": 5000.0}
+# the bars of issue #34: 16 writers against the floor of the same run (16 processes committing a
+# bare row each: what one-commit-per-step throughput this server and machine allow)
+BARS = {"per_step_x_commit": 2.0, "resume_ms": 5.0, "writers16_x_bare": 0.6}
 
 
 @dataclass(frozen=True)
@@ -507,9 +509,9 @@ def report(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         backend, count = key.split("/")
         bar, ratio = "", ""
         raw = data["writers"].get(f"raw/{count}")
-        if backend == "postgres" and count == "16":
-            ok = s["median"] >= BARS["writers16_steps_per_s"]
-            bar = f">= {BARS['writers16_steps_per_s']:,.0f} /s {'✔' if ok else '✘'}"
+        if backend == "postgres" and count == "16" and raw:
+            ok = s["median"] >= BARS["writers16_x_bare"] * raw["median"]
+            bar = f">= {BARS['writers16_x_bare']:g}x bare {'✔' if ok else '✘'}"
         if backend != "raw" and raw:
             ratio = f"{s['median'] / raw['median']:.2f}x bare"
         label = (

@@ -61,3 +61,32 @@ def test_an_owner_starts_detached_in_its_journal_directory_holding_nothing_of_ou
         from letitloop.journal.duckdb._client import stop_owner
 
         stop_owner(journal)
+
+
+def test_sigterm_stops_an_owner_cleanly(tmp_path: Path) -> None:
+    """SIGTERM (a system shutdown, `kill`) folds everything, leaves the warm snapshot for the
+    next owner and removes the pid file: the handler is installed through ``_signal``."""
+    import signal
+    import time
+
+    from letitloop import durable, step
+    from letitloop.journal import open_journal
+
+    journal = tmp_path / "j" / "journal.duckdb"
+
+    @durable(journal=str(journal), run_id="term", name="spawn.term")
+    def wf() -> int:
+        step("one", lambda: 1)
+        return step("two", lambda: 2)
+
+    assert wf() == 2
+    pid = open_journal(journal).owner_pid
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+            break  # exited (a zombie of the process that started it)
+        time.sleep(0.02)
+    assert not journal.with_name(journal.name + ".pid").exists()
+    assert journal.with_name(journal.name + ".warm").exists()
+    assert "SIGTERM" not in journal.with_name(journal.name + ".owner.log").read_text()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import signal
 import sys
 import threading
 import time
@@ -87,8 +86,15 @@ class Owner(Listening, Dispatch, QueueOps, Commit, DbThread, Starting, Shutdown)
         self.db_thread = threading.Thread(target=self._db_thread, name="lil-db", daemon=True)
         self.db_thread.start()
         self._write_pid_file()
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGINT, self._on_term)
+        # the signal module's own C half: signal.py converts its constants to enums at import,
+        # a cost every cold start would pay before its first answer
+        if TYPE_CHECKING:
+            import signal as _signal
+        else:
+            import _signal
+
+        _signal.signal(_signal.SIGTERM, self._on_term)
+        _signal.signal(_signal.SIGINT, self._on_term)
         print(f"READY {json.dumps(self.stats)}", flush=True)
         if ready_fd >= 0:  # wake the client that started us
             os.write(ready_fd, b"R")
