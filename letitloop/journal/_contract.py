@@ -76,11 +76,15 @@ class RunJournal(_Located, Protocol):
         lock_timeout: float = 0.0,
         reopen: bool = False,
         steps: bool = True,
+        durable: bool = True,
     ) -> RunState:
         """Create or load a run; with lease, start an attempt unless it already completed (or,
         with ``reopen``, even then: its steps replay and it completes again). Without lease and
         with ``steps=False`` the state's steps may be left empty: a look at the run's status and
-        arguments that need not carry a long run's steps."""
+        arguments that need not carry a long run's steps. With ``durable=False`` the attempt's
+        start may be made durable with the run's next acknowledged write instead of before this
+        returns (a ``step.map`` item, whose step follows at once: one fsync for both); a backend
+        may make it durable at once."""
         ...
 
     def release_run(self, run_id: str) -> None: ...

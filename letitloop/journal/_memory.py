@@ -199,6 +199,7 @@ class MemoryJournal(RecordWrites, MemoryQueues):
         lock_timeout: float = 0.0,
         reopen: bool = False,
         steps: bool = True,
+        durable: bool = True,  # (always durable here)
     ) -> RunState:
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
         req["reopen"] = reopen

@@ -178,7 +178,8 @@ class JournalState:
         """Re-take leases after a reconnect (the owner restarted); fails if someone else has one."""
         for run_id in run_ids:
             holder = self.lease_holder(run_id)
-            if holder not in (None, session) or self.runs[run_id].fenced == session:
+            entry = self.runs.get(run_id)  # (a run this state never heard of is not taken)
+            if holder not in (None, session) or (entry is not None and entry.fenced == session):
                 raise RunLockedError(
                     f"run {run_id} was taken over by {holder_label(holder or 'another worker')} "
                     "while the journal owner restarted; this process stops executing it",

@@ -93,6 +93,7 @@ class ItemCall:
         # the item's step is durable before its run's completion is written: the completion
         # need not be waited for (a crash before it lands leaves a run whose replay completes)
         inv.lazy_done = True
+        inv.lazy_open = True  # its opening is made durable with its step's write (one fsync)
         inv.root = self.root
         _spent.cost = (0, 0)
         value = _run_sync(inv, self.parent)

@@ -112,6 +112,9 @@ class _Invocation:
     #: journal the run's ``done`` record without waiting for it to be durable: only for runs
     #: whose last step holds the result (``step.map`` items), which a replay completes again
     lazy_done = False
+    #: open the run without waiting for its start to be durable: only for runs whose first
+    #: step is journaled at once (``step.map`` items), whose write then carries it (one fsync)
+    lazy_open = False
     root: str | None = None  # the top run of a child started in another process (its board)
 
     def __init__(
@@ -157,6 +160,7 @@ class _Invocation:
             lease=True,
             lock_timeout=self.opts.lock_timeout,
             reopen=self.opts.reopen,
+            durable=not self.lazy_open,
         )
         if state.status == "completed":
             assert state.result is not None

@@ -191,6 +191,7 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
         lock_timeout: float = 0.0,
         reopen: bool = False,
         steps: bool = True,
+        durable: bool = True,
     ) -> RunState:
         req = {"op": "open_run", "run": run_id, "wf": workflow, "key": key, "lease": lease}
         req.update(args=list(args) if args else None, entry=entry, parent=parent)
@@ -200,17 +201,26 @@ class OwnerJournal(OwnerConnection, OwnerQueues, RecordWrites):
         if not steps and "head" in self.owner_features:  # an older owner sends the steps
             req["head"] = True
         req["inv"] = invocation = os.urandom(6).hex()  # this call, not the whole process
+        lazy = lease and not durable and "lazy_open" in self.owner_features
+        if lazy:
+            req["lazy"] = True
         state = run_state(self._call(req)["state"])
         if lease and state.status != "completed":
             self._leases[run_id] = invocation
+            if lazy:  # opened again on a new owner if this one dies before a write carries it
+                self._lazy[run_id] = {k: v for k, v in req.items() if k not in ("lazy", "id")}
         return state
 
     def release_run(self, run_id: str) -> None:
         invocation = self._leases.pop(run_id, None)
+        self._lazy.pop(run_id, None)
         self._call({"op": "release", "run": run_id, "inv": invocation}, reply=False)
 
     def append(self, records: Sequence[Record], *, sync: bool = True) -> None:
         self._call({"op": "append", "recs": list(records), "ack": sync}, reply=sync)
+        if sync and self._lazy:  # written after what was held: a lazy opening is durable now
+            for rec in records:
+                self._lazy.pop(str(rec.get("run")), None)
 
     def _append_to_run(self, run_id: str, records: list[Record]) -> None:
         self._call({"op": "append", "recs": records, "run": run_id})  # loads an evicted run

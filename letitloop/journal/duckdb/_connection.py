@@ -140,6 +140,7 @@ class OwnerConnection:
     owner_features: frozenset[str]
     _pool: list[Link]
     _leases: dict[str, str]
+    _lazy: dict[str, dict[str, Any]]
     _start_kills: int
     _ready_fd: int
     _spawning: Any  # a lock: one thread at a time starts an owner and reads its ready pipe
@@ -155,6 +156,7 @@ class OwnerConnection:
         self._pool = []
         self._lock = allocate_lock()
         self._leases = {}  # run -> the invocation (one call) holding it
+        self._lazy = {}  # run -> its lazy open_run, until a write made its opening durable
         self._pid = os.getpid()
         self._forks = _forks[0]
         self._new_session()
@@ -354,7 +356,7 @@ class OwnerConnection:
     def _take(self, answer_by: float | None = None) -> Link:
         if _forks[0] != self._forks:  # forked: the parent's sockets and leases are not ours
             self._forks, self._pid = _forks[0], os.getpid()
-            self._pool, self._leases = [], {}
+            self._pool, self._leases, self._lazy = [], {}, {}
             self._new_session()
         with self._lock:
             if self._pool:
@@ -427,4 +429,23 @@ class OwnerConnection:
             if not msg.get("ok"):
                 link.close()
                 raise_error(msg["error"])
+            try:
+                self._reopen(link, msg.get("unknown") or (), deadline)
+            except TimeoutError:
+                link.close()
+                raise self._no_answer("open_run", deadline) from None
+            except OSError:
+                link.close()
+                continue
             return link
+
+    def _reopen(self, link: Link, unknown: Any, deadline: float) -> None:
+        """Open again, durably, the runs this process opened lazily that the new owner does not
+        know (the old one died before a write carried their opening): their records resend."""
+        for run_id in unknown:
+            again = self._lazy.get(run_id)
+            if again is not None:
+                reply = link.call(dict(again), max(0.001, deadline - time.monotonic()))
+                if not reply.get("ok"):
+                    link.close()
+                    raise_error(reply["error"])

@@ -186,6 +186,7 @@ class PgJournal(PgReads, PgDecisions, PgQueues, RecordWrites):
         lock_timeout: float = 0.0,
         reopen: bool = False,
         steps: bool = True,
+        durable: bool = True,  # (always durable here)
     ) -> RunState:
         req: dict[str, Any] = {"run": run_id, "wf": workflow, "key": key, "lease": lease}
         req.update(args=list(args) if args else None, entry=entry, parent=parent, reopen=reopen)

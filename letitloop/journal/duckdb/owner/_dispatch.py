@@ -79,7 +79,10 @@ class Dispatch(OwnerBase):
                     self._park_load(rid, conn, req)
                     return
             self.state.relock(req["runs"], conn.session, req.get("invs"))
-            replies.append((conn, reply_to(req, {"ok": True})))
+            # runs this owner never heard of: opened lazily, their opening lost with the owner
+            # before a write carried it (the client opens them again: ``_connection``)
+            unknown = [rid for rid in req["runs"] if rid not in self.state.runs]
+            replies.append((conn, reply_to(req, {"ok": True, "unknown": unknown})))
         elif op in ("resolve", "rearm", "budget", "reset"):
             entry = self._entry(run_id)
             if op == "budget":
@@ -162,7 +165,10 @@ class Dispatch(OwnerBase):
             "journal_id": self.journal_id if not self.db_ready else self.store.journal_id,
             "pid": os.getpid(),
             "version": VERSION,
-            "features": ["head"],  # open_run with head=True: the run's header, not its steps
+            # open_run with head=True: the run's header, not its steps; with lazy=True: its
+            # attempt's start written with the next acknowledged write, not synced before the
+            # reply; relock names the runs it does not know
+            "features": ["head", "lazy_open"],
             "files": self.identity,  # the journal this owner serves (see _files.identity)
         }
 
@@ -188,7 +194,7 @@ class Dispatch(OwnerBase):
         if wire is None:
             raise JournalError(f"no run {req['run']!r} in this journal", run_id=req["run"])
         self.known.add(req["run"])
-        batch.extend((rec, True) for rec in recs)
+        batch.extend((rec, not req.get("lazy")) for rec in recs)
         replies.append((conn, reply_to(req, {"ok": True, "state": wire})))
 
     def _inline_output(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> bool:

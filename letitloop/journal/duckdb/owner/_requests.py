@@ -37,6 +37,8 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "reopen": ((_B,), False),
         "inv": (_OPT_S, False),  # the invocation (one call in the process) taking the lease
         "head": ((_B,), False),  # no lease: the run's header only (owner feature "head")
+        # the attempt's start durable with the next acknowledged write (feature "lazy_open")
+        "lazy": ((_B,), False),
     },
     "append": {
         "recs": ((list,), True),
