@@ -80,3 +80,17 @@ def test_an_outcome_folded_before_its_start_and_a_record_folded_twice(tmp_path: 
     assert store.quarantine_rows() == []
     assert store.folded_lsn == 50
     store.close()
+
+
+def test_a_run_started_again_and_a_start_folded_twice_merge_into_its_row(tmp_path: Path) -> None:
+    """A run's first start (try 1, epoch 0) is inserted as a new row; its second try merges;
+    the same first start folded again (a resend) makes the insert fail, and the part merges."""
+    store = Store(tmp_path / "j.duckdb")
+    ts = time.time()
+    store.fold([(10, _run("r", ts)), (20, _step("ok", "r", 0, ts))])
+    store.fold([(30, _run("r", ts + 1) | {"try": 2})])
+    store.fold([(40, _run("s", ts)), (50, _run("s", ts))])  # the same start twice in one part
+    rows = store.db.execute("SELECT run_id, tries, status FROM runs ORDER BY run_id").fetchall()
+    assert rows == [("r", 2, "running"), ("s", 1, "running")]
+    assert store.quarantine_rows() == [] and store.folded_lsn == 50
+    store.close()

@@ -69,6 +69,9 @@ _INSERT_RUNS = (
     "busy = coalesce(runs.busy, 0) + coalesce(runs.last_active - runs.try_started, 0),"
     " try_started = excluded.try_started, last_active = excluded.last_active"
 )
+# a run's first start (try 1 of epoch 0): a new row, inserted without the merge (a statement a
+# third of the cost to plan and run); a row already there fails it, and the fold merges instead
+_NEW_RUNS = _INSERT_RUNS[: _INSERT_RUNS.index(" ON CONFLICT")]
 _DONE_RUNS = (
     "UPDATE runs SET status = 'completed', result_codec = t.codec, result = t.out, error = NULL,"
     " updated = t.ts, result_shown = t.shown FROM (SELECT unnest($1) AS run_id, unnest($2) AS "
@@ -87,8 +90,9 @@ class _Heads:
     Starts are written before ends, so a run may have one of each waiting; any other record of
     a waiting run flushes first, so each run's records keep their order."""
 
-    def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, db: duckdb.DuckDBPyConnection, fresh: bool = False) -> None:
         self.db = db
+        self.fresh = fresh  # first starts insert new rows (see _NEW_RUNS)
         self.starts: list[Record] = []
         self.dones: list[Record] = []
         self.fails: list[Record] = []
@@ -109,15 +113,16 @@ class _Heads:
         return True
 
     def flush(self) -> None:
-        if self.starts:
-            cols: list[list[Any]] = [[] for _ in _RUN_COLS]
-            for rec in self.starts:
-                args = rec.get("args") or [None, None]
-                row = [rec["run"], rec["wf"], rec["key"], rec["epoch"], rec["try"], rec["ts"]]
-                row += [args[0], args[1], rec["entry"], rec["parent"], rec["by"]]
-                for col, value in zip(cols, row, strict=True):
-                    col.append(value)
-            self.db.execute(_INSERT_RUNS, cols)
+        new = [r for r in self.starts if self.fresh and r["try"] == 1 and r["epoch"] == 0]
+        again = [r for r in self.starts if not (self.fresh and r["try"] == 1 and r["epoch"] == 0)]
+        for sql, starts in ((_NEW_RUNS, new), (_INSERT_RUNS, again)):
+            if starts:
+                rows = []
+                for rec in starts:
+                    args = rec.get("args") or [None, None]
+                    row = [rec["run"], rec["wf"], rec["key"], rec["epoch"], rec["try"], rec["ts"]]
+                    rows.append(row + [args[0], args[1], rec["entry"], rec["parent"], rec["by"]])
+                self.db.execute(sql, [list(c) for c in zip(*rows, strict=True)])
         if self.dones:
             done = self.dones
             self.db.execute(
@@ -292,7 +297,7 @@ class Folds:
                 self._fold_steps(steps, fresh)
                 self.lg.fold([r for _, r in part if r["k"] in CHECKPOINT_KINDS])
                 active: dict[str, float] = {}  # the newest record its process wrote, by run
-                heads = _Heads(self.db)  # run starts and completions, folded in bulk
+                heads = _Heads(self.db, fresh)  # run starts and completions, folded in bulk
                 for _, rec in part:
                     if rec["k"] in _ACTIVE and rec["run"]:
                         active[rec["run"]] = max(active.get(rec["run"], 0.0), rec["ts"])
@@ -319,19 +324,21 @@ class Folds:
 
     def _touch_runs(self, part: Sequence[tuple[int, Record]], active: dict[str, float]) -> None:
         """A run's ``updated`` moves with every step record, not only with its header's; its
-        ``last_active`` with what its own process wrote (the end of its current try)."""
+        ``last_active`` with what its own process wrote (the end of its current try). One
+        statement for both (``greatest`` skips the NULL of a column a run does not move)."""
         latest: dict[str, float] = {}
         for _, rec in part:
             if "pos" in rec and rec["run"]:
                 latest[rec["run"]] = max(latest.get(rec["run"], 0.0), rec["ts"])
-        for column, times in (("updated", latest), ("last_active", active)):
-            if times:
-                self.db.execute(
-                    f"UPDATE runs SET {column} = greatest(runs.{column}, t.ts) FROM (SELECT "
-                    "unnest($1::VARCHAR[]) AS run_id, unnest($2::DOUBLE[]) AS ts) t "
-                    "WHERE runs.run_id = t.run_id",
-                    [list(times), list(times.values())],
-                )
+        runs = list(latest.keys() | active.keys())
+        if runs:
+            self.db.execute(
+                "UPDATE runs SET updated = greatest(runs.updated, t.ts), last_active = "
+                "greatest(runs.last_active, t.active) FROM (SELECT unnest($1::VARCHAR[]) AS "
+                "run_id, unnest($2::DOUBLE[]) AS ts, unnest($3::DOUBLE[]) AS active) t "
+                "WHERE runs.run_id = t.run_id",
+                [runs, [latest.get(r) for r in runs], [active.get(r) for r in runs]],
+            )
 
     def _fold_events(self, part: Sequence[tuple[int, Record]], fresh: bool) -> None:
         rows = [(key, lsn, *rest) for lsn, rec in part for key, *rest in (_rows.event_row(rec),)]
