@@ -16,9 +16,10 @@ synchronous_commit on, or ``--dsn`` / ``LIL_TEST_PG_DSN``), each in a database o
   ``.venv``).
 
 Bars (issue #34): per step <= 2x the single-row commit; resume of 1000 steps <= 5 ms; 16 writers
->= 0.6x the bare-commit floor of 16 processes measured in the same run. Every figure is a median of one run; ratios are to figures of the same run. What each
-figure means is in ``benchmarks/README.md`` (section "postgres.py"). The script also runs as its
-own helper (``--worker ...``, ``--peer ...``): those modes are internal.
+>= 0.6x the bare-commit floor of 16 processes measured in the same run. Every figure is a median
+of one run; ratios are to figures of the same run. What each figure means is in
+``benchmarks/README.md`` (section "postgres.py"). The script also runs as its own helper
+(``--worker ...``, ``--peer ...``): those modes are internal.
 """
 
 from __future__ import annotations
