@@ -2,11 +2,13 @@
 
 ``tests/data/journal-873c954.tar.gz`` was written by letitloop at commit 873c954 (the code before
 the performance work of issue #21), ``journal-44a4c94.tar.gz`` at 44a4c94 (the code before the
-restructuring of issue #36, by ``tests/data/make_old_journal.py``): a completed run, a failed run
-with five completed steps, both folded into DuckDB by a clean stop, and a third run written by a
-second owner that was then SIGKILLed (its log segment and DuckDB's WAL as the kill left them).
-This version must recover them, replay every journaled step without running it, and continue the
-failed run where it stopped.
+restructuring of issue #36) and ``journal-73deee9.tar.gz`` at 73deee9 (main before the second
+performance pass of issue #34: folds that insert, lazy openings), the last two by
+``tests/data/make_old_journal.py``: a completed run, a failed run with five completed steps, both
+folded into DuckDB by a clean stop, and a third run written by a second owner that was then
+SIGKILLed (its log segment and DuckDB's WAL as the kill left them). This version must recover
+them, replay every journaled step without running it, and continue the failed run where it
+stopped.
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ def _out(i: int) -> dict[str, Any]:
 
 
 def test_every_old_version_has_a_fixture() -> None:
-    assert {f.name for f in FIXTURES} >= {"journal-873c954.tar.gz", "journal-44a4c94.tar.gz"}
+    assert {f.name for f in FIXTURES} >= {
+        "journal-873c954.tar.gz",
+        "journal-44a4c94.tar.gz",
+        "journal-73deee9.tar.gz",
+    }
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
