@@ -549,20 +549,16 @@ def resolve_record(
             run_id=entry.run_id,
         )
     doubtful = [s for s in found if s["status"] != "completed" and not s.get("res")]
-    step = (doubtful or found)[-1]
-    return validate(
-        {
-            "k": "resolve",
-            "run": entry.run_id,
-            "epoch": entry.epoch,
-            "pos": step["pos"],
-            "att": step["att"],
-            "res": resolution,
-            "by": by,
-            "ts": time.time(),
-        }
-        | ({"note": note} if note else {})
-    )
+    return _resolve(entry, (doubtful or found)[-1], resolution, by, note)
+
+
+def _resolve(
+    entry: RunEntry, step: dict[str, Any], res: str, by: str, note: str | None = None
+) -> Record:
+    """The ``resolve`` record of one attempt of a loaded run's step (a marker, a dead letter)."""
+    rec = {"k": "resolve", "run": entry.run_id, "epoch": entry.epoch, "pos": step["pos"]}
+    rec |= {"att": step["att"], "res": res, "by": by, "ts": time.time()}
+    return validate(rec | ({"note": note} if note else {}))
 
 
 def rearm_record(entry: RunEntry, step: str | int | None, by: str) -> Record:
@@ -583,19 +579,7 @@ def rearm_record(entry: RunEntry, step: str | int | None, by: str) -> Record:
             fix=f"see its steps with `lil runs show {entry.run_id}`",
             run_id=entry.run_id,
         )
-    s = dead[-1]
-    return validate(
-        {
-            "k": "resolve",
-            "run": entry.run_id,
-            "epoch": entry.epoch,
-            "pos": s["pos"],
-            "att": s["att"],
-            "res": "rearm",
-            "by": by,
-            "ts": time.time(),
-        }
-    )
+    return _resolve(entry, dead[-1], "rearm", by)
 
 
 def reset_record(entry: RunEntry, by: str, note: str | None = None) -> Record:
