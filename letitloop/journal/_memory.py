@@ -110,7 +110,7 @@ def entry_info(entry: RunEntry) -> RunInfo:
         created=entry.created,
         updated=entry.updated,
         steps_done=entry.steps_done(),
-        current_step=entry.current,
+        current_step=entry.current if entry.status == "running" else None,
         holder=holder_label(entry.holder) if entry.holder else None,
         parent=entry.parent,
         error=entry.error,

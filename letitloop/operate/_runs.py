@@ -202,7 +202,10 @@ def list_summaries(
         if needle and needle not in info.run_id.lower() and needle not in info.workflow.lower():
             continue
         origin = forked_from(journal, info.run_id) if "~" in info.key else None
-        found.append(summarize(info, waiting=waiting.get(info.run_id, 0), forked_from=origin))
+        summary = summarize(info, waiting=waiting.get(info.run_id, 0), forked_from=origin)
+        if summary.dead_letter:  # its row cannot tell a step re-armed since: its steps can
+            summary = _still_dead(journal, summary)
+        found.append(summary)
         if len(found) >= limit:
             break
     return found
@@ -216,6 +219,17 @@ def summary_of(journal: Journal, detail: RunDetail) -> RunSummary:
     pending = journal.approvals(status="pending", run_id=run_id, limit=HUGE)
     origin = forked_from(journal, run_id)
     return summarize(detail.run, detail=detail, waiting=len(pending), forked_from=origin)
+
+
+def _still_dead(journal: Journal, summary: RunSummary) -> RunSummary:
+    """``summary`` of a run whose error is a dead letter, with ``dead_letter`` (and the retry
+    it offers) as its steps say: a re-armed step is not dead, though the run's error stays
+    until it is resumed (read only for such runs, so a listing costs nothing more)."""
+    attempts = journal.get_run(summary.run_id).attempts
+    if any(_dead(a) for a in latest_attempts(attempts).values()):
+        return summary
+    alive = summary._replace(dead_letter=False)
+    return alive._replace(actions=actions_for(alive))
 
 
 def _dead(a: AttemptInfo) -> bool:
