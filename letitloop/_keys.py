@@ -56,6 +56,17 @@ def load_or_create_key(journal_id: str) -> bytes:
     return _parse_key(text, str(path))
 
 
+def existing_key(journal_id: str) -> bytes | None:
+    """The journal's key if one exists ($LIL_PICKLE_KEY, or its key file: a copy's, carried
+    there by ``journal._copy.carry_key``), else None; never creates one."""
+    if env := os.environ.get(KEY_ENV):
+        return _parse_key(env, f"${KEY_ENV}")
+    path = key_path(journal_id)
+    if not path.exists():
+        return None
+    return _parse_key(path.read_text(encoding="ascii", errors="replace"), str(path))
+
+
 def _parse_key(text: str, where: str) -> bytes:
     try:
         key = bytes.fromhex(text.strip())

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from letitloop._keys import load_or_create_key
+from letitloop._keys import existing_key, load_or_create_key
 from letitloop.errors import (
     CodecError,
     ConfigError,
@@ -68,9 +68,10 @@ def codec_for(journal: Journal, allow_pickle: bool = True) -> Codec:
     key = (journal.journal_id, allow_pickle)
     codec = _codecs.get(key)
     if codec is None:
-        # an in-memory journal lives and dies with this process: its key need not be stored
+        # an in-memory journal lives and dies with this process: its key need not be stored,
+        # unless a copy of a stored journal carried that journal's key to it
         secret = (
-            os.urandom(32)
+            existing_key(journal.journal_id) or os.urandom(32)
             if journal.location == ":memory:"
             else load_or_create_key(journal.journal_id)
         )
