@@ -24,8 +24,11 @@ from letitloop.operate import (
     RunSummary,
     RunView,
     attempt_seconds,
+    cancel_run,
+    fork,
     list_summaries,
     raise_budget,
+    reset_run,
     retry_dead_letter,
     run_json,
     run_view,
@@ -266,19 +269,12 @@ def reset_cmd(run: str, yes: bool, by: str | None, comment: str | None, as_json:
             abort=True,
             err=True,
         )
-    journal.reset_run(run_id, by or who(), comment)
+    done = reset_run(journal, run_id, by=by or who(), comment=comment)
     after = journal.get_run(run_id).run
     if as_json:
-        out.emit_json({"run_id": run_id, "reset": True, "was": before, "now": after})
+        out.emit_json(done.to_json() | {"reset": True, "was": before, "now": after})
         return
-    out.say(
-        out.text(f"reset {run_id}", "bold"),
-        out.text(
-            f"was {before.status} with {before.steps_done} steps done (epoch {before.epoch}); now "
-            f"{after.status} in epoch {after.epoch}: the next call of {after.workflow} with the "
-            "same arguments runs every step again"
-        ),
-    )
+    out.say(out.text(done.message, "bold"))
 
 
 @runs.command("retry")
@@ -399,31 +395,34 @@ def fork_cmd(
     Example:
         lil runs fork pipeline.main:customer-42 --from summarize --args '["customer-7"]' --run
     """
-    from letitloop.kernel import fork_run
+    from letitloop.journal import forked_from
 
     journal = open_cli_journal()
     args, kwargs = _fork_arguments(args_json)
-    fork = fork_run(
-        journal.find_run(run), step, args=args, kwargs=kwargs, journal=journal, key=key, by=by
+    done = fork(
+        journal, journal.find_run(run), step, by=by or who(), key=key, args=args, kwargs=kwargs
     )
-    report = fork.as_dict()
+    fork_id = str(done.data["fork"])
+    origin = forked_from(journal, fork_id)
+    report = {
+        "run_id": fork_id,
+        "forked_from": origin._asdict() if origin is not None else None,
+        "reused": done.data["reused"],
+        "resumable": done.data["resumable"],
+        "message": done.message,
+    }
     if run_now:
-        report["result"] = _run_fork_now(journal, fork.run_id, as_json)
+        report["result"] = _run_fork_now(journal, fork_id, as_json)
         report["status"] = "completed"
     if as_json:
         out.emit_json(report)
         return
-    origin = fork.origin
-    where = f"{origin.step!r} (position {origin.position})" if origin.step else origin.position
-    lines = [
-        out.text(f"forked {origin.run_id} at {where}", "bold"),
-        out.text(f"new run: {fork.run_id} ({fork.reused} step(s) before it reused)"),
-    ]
+    lines = [out.text(done.message, "bold")]
     if run_now:
-        lines.append(out.text(f"{fork.run_id} completed", "bold green"))
+        lines.append(out.text(f"{fork_id} completed", "bold green"))
         lines.append(out.text(f"result: {_short_json(report['result'])}"))
     else:
-        lines.append(out.text(f"run it: lil runs resume {fork.run_id}"))
+        lines.append(out.text(f"run it: lil runs resume {fork_id}"))
     out.say(*lines, sep="\n")
 
 
@@ -486,15 +485,13 @@ def cancel_cmd(run: str, reason: str | None, by: str | None, as_json: bool) -> N
     Example:
         lil runs cancel pipeline.main:customer-42 --reason "wrong customer"
     """
-    journal = open_cli_journal()
-    run_id = journal.find_run(run)
-    journal.cancel_run(run_id, by or who(), reason)
+    done = cancel_run(open_cli_journal(), run, by=by or who(), reason=reason)
     if as_json:
-        out.emit_json({"run_id": run_id, "cancelled": True, "reason": reason})
+        out.emit_json(done.to_json() | {"cancelled": True})
         return
     out.say(
-        out.text(f"cancelled {run_id}", "bold"),
-        out.text(f"`lil runs reset {run_id}` starts it over"),
+        out.text(done.message, "bold"),
+        out.text(f"`lil runs reset {done.run_id}` starts it over"),
         sep="\n",
     )
 
@@ -527,6 +524,7 @@ def budget_cmd(
     out.say(
         out.text(done.message, "bold"),
         out.text(f"spent so far {out.money(info.cost_micros)}"),
+        sep="\n",
     )
 
 

@@ -430,48 +430,50 @@ def show_cmd(proposal: str, as_json: bool) -> None:
 
 @splice.command("apply")
 @click.argument("proposal")
+@click.option("--by", metavar="NAME", help="Who applies it (default: user@host).")
 @json_option
 @journal_option
 @quiet_on_broken_pipe
-def apply_cmd(proposal: str, as_json: bool) -> None:
+def apply_cmd(proposal: str, by: str | None, as_json: bool) -> None:
     """Apply a pending proposal: only if its target is unchanged, else it is marked a conflict.
 
     \b
     Example:
         lil splice apply 3fa9c2
     """
-    from letitloop.splice import apply_proposal, get_proposal
+    from letitloop.operate import apply_splice
+    from letitloop.splice import get_proposal
 
     journal = open_cli_journal()
-    result = apply_proposal(proposal, by=who(), journal=journal)
     path = get_proposal(proposal, journal=journal).path
-    diff = result.diff_for(label(path))
+    done = apply_splice(journal, proposal, by=by or who(), diff_path=label(path))
     if as_json:
-        out.emit_json({"applied": proposal, "changed": result.changed, "diff": diff})
+        out.emit_json(done.to_json() | {"applied": proposal})
         return
-    show_diff(diff)
-    out.say(out.text(f"applied proposal {proposal}", "bold"))
+    show_diff(done.data["diff"])
+    out.say(out.text(done.message, "bold"))
 
 
 @splice.command("reject")
 @click.argument("proposal")
 @click.option("--comment", help="Why (kept with the decision).")
+@click.option("--by", metavar="NAME", help="Who rejects it (default: user@host).")
 @json_option
 @journal_option
 @quiet_on_broken_pipe
-def reject_cmd(proposal: str, comment: str | None, as_json: bool) -> None:
+def reject_cmd(proposal: str, comment: str | None, by: str | None, as_json: bool) -> None:
     """Reject a pending proposal (with a comment for whoever proposed it).
 
     \b
     Example:
         lil splice reject 3fa9c2 --comment "keep the retry loop"
     """
-    from letitloop.splice import reject_proposal
+    from letitloop.operate import proposal_json, reject_splice
+    from letitloop.splice import get_proposal
 
-    p = reject_proposal(proposal, by=who(), comment=comment, journal=open_cli_journal())
+    journal = open_cli_journal()
+    done = reject_splice(journal, proposal, by=by or who(), comment=comment)
     if as_json:
-        from letitloop.operate import proposal_json
-
-        out.emit_json(proposal_json(p))
+        out.emit_json(proposal_json(get_proposal(str(done.data["proposal_id"]), journal=journal)))
         return
-    out.say(out.text(f"rejected proposal {p.id}", "bold"))
+    out.say(out.text(done.message, "bold"))

@@ -287,16 +287,25 @@ def start_resume(
 
 
 def apply_splice(
-    journal: Journal, proposal_id: str, *, by: str, comment: str | None = None
+    journal: Journal,
+    proposal_id: str,
+    *,
+    by: str,
+    comment: str | None = None,
+    diff_path: str | None = None,
 ) -> Outcome:
     """Apply a proposal if its target is unchanged since it was proposed; a conflict is
-    journaled and raised."""
+    journaled and raised. The outcome carries the diff written (naming the file ``diff_path``,
+    by default the proposal's path) and the definitions it changed."""
     from letitloop.splice._proposals import apply_proposal, get_proposal
 
-    apply_proposal(proposal_id, by=by, comment=comment or None, journal=journal)
+    result = apply_proposal(proposal_id, by=by, comment=comment or None, journal=journal)
     p = get_proposal(proposal_id, journal=journal)
     message = f"applied {p.id}: replaced {p.target} in {p.path}"
-    return Outcome("apply", message, p.origin, {"proposal_id": p.id, "state": p.state})
+    facts = {"proposal_id": p.id, "state": p.state, "changed": list(result.changed)}
+    return Outcome(
+        "apply", message, p.origin, facts | {"diff": result.diff_for(diff_path or p.path)}
+    )
 
 
 def reject_splice(
