@@ -35,6 +35,18 @@ def retry_run(svc: Service, a: dict[str, Any], by: str) -> dict[str, Any]:
     return done.to_json() | {"by": by}
 
 
+def raise_budget(svc: Service, a: dict[str, Any], by: str) -> dict[str, Any]:
+    usd, tokens = a.get("usd"), a.get("tokens")
+    done = operate.raise_budget(
+        svc.journal,
+        a["run"],
+        by=by,
+        usd=None if usd is None else float(usd),
+        tokens=None if tokens is None else int(tokens),
+    )
+    return done.to_json() | {"by": by}
+
+
 def cancel_run(svc: Service, a: dict[str, Any], by: str) -> dict[str, Any]:
     done = operate.cancel_run(svc.journal, a["run"], by=by, reason=a.get("reason") or None)
     return done.to_json() | {"by": by}
@@ -91,6 +103,7 @@ def verify_receipt(svc: Service, a: dict[str, Any], by: str) -> dict[str, Any]:
 ACTS = {
     "resume_run": resume_run,
     "retry_run": retry_run,
+    "raise_budget": raise_budget,
     "cancel_run": cancel_run,
     "fork_run": fork_run,
     "propose_splice": propose_splice,

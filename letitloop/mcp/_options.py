@@ -23,6 +23,7 @@ from letitloop.errors import ConfigError
 ACT_TOOLS = (
     "resume_run",
     "retry_run",
+    "raise_budget",
     "cancel_run",
     "fork_run",
     "propose_splice",

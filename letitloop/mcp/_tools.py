@@ -181,6 +181,18 @@ ACT_SPECS = (
         act=True,
     ),
     ToolSpec(
+        "raise_budget",
+        "Set or raise a run's budget in dollars and/or tokens; a run its budget suspended "
+        "continues when resumed. Journaled with your client's name.",
+        {
+            "run": RUN,
+            "usd": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
+            "tokens": {"type": "integer", "minimum": 1, "maximum": 1_000_000_000_000},
+        },
+        ("run",),
+        act=True,
+    ),
+    ToolSpec(
         "cancel_run",
         "Stop a run for good: its process stops at its next journal write; a person can reset "
         "it later.",
@@ -286,6 +298,7 @@ def _said(error: Any) -> str:
         "maxProperties": f"has more than {bound} keys",
         "minimum": f"is below {bound}",
         "maximum": f"is above {bound}",
+        "exclusiveMinimum": f"must be above {bound}",
         "enum": f"must be one of {', '.join(map(str, bound))}" if kind == "enum" else "",
         "pattern": "is not a name (letters, digits, '.', '_' and '-', up to 100)",
     }
