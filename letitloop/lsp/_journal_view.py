@@ -315,9 +315,10 @@ def render_function_hover(
     lines = [f"{title} · workflow {code(state.workflow)} · {state.total} runs", ""]
     lines += ["| run | status | steps | updated | cost |", "|---|---|---|---|---|"]
     for run in state.runs:
+        shown = ops.shown(run)  # steps done out of known, as every surface writes them
         lines.append(
-            f"| {code(run.run_id, table=True)} | {text(run.status)} | {run.steps_done} "
-            f"| {ops.ago(run.updated, now)} | {ops.money(run.cost_micros)} |"
+            f"| {code(run.run_id, table=True)} | {text(run.status)} | {shown['steps']} "
+            f"| {ops.ago(run.updated, now)} | {shown['cost']} |"
         )
     last = state.runs[0]
     if last.error:

@@ -26,15 +26,17 @@ MESSAGE_RUNS = 5  # runs listed in the fallback message
 
 
 def run_summary(run: ops.RunSummary) -> dict[str, Any]:
-    """One run as the command's result carries it (JSON for the client), written as shown."""
+    """One run as the command's result carries it (JSON for the client), written as shown
+    (``steps``: done out of known, as every surface writes them)."""
+    shown = ops.shown(run)
     return {
         "run_id": run.run_id,
         "status": run.status,
-        "steps": run.steps_done,
+        "steps": shown["steps"],
         "started": ops.local_time(run.created),
         "updated": ops.local_time(run.updated),
-        "duration": ops.duration(run.seconds),
-        "cost": ops.money(run.cost_micros),
+        "duration": shown["duration"],
+        "cost": shown["cost"],
         "error": ops.error_line(run.error) or None,
     }
 
@@ -56,10 +58,11 @@ def render_runs_view(
     lines = [title, "", f"{where}: {shown} run{'s' if total != 1 else ''}, newest first.", ""]
     lines += ["| run | status | steps | started | duration | cost |", "|---|---|---|---|---|---|"]
     for run in runs:
+        shown = ops.shown(run)
         lines.append(
-            f"| {code(run.run_id, table=True)} | {text(run.status)} | {run.steps_done} "
+            f"| {code(run.run_id, table=True)} | {text(run.status)} | {shown['steps']} "
             f"| {ops.local_time(run.created, relative=True, now=now)} "
-            f"| {ops.duration(run.seconds)} | {ops.money(run.cost_micros)} |"
+            f"| {shown['duration']} | {shown['cost']} |"
         )
     for run in runs:
         lines += ["", f"## {code(run.run_id)}: {text(run.status)}", ""]
@@ -83,7 +86,7 @@ def render_message(
         return f"letitloop: {qualname} has no run in the journal yet"
     head = f"letitloop: {total} run{'s' if total != 1 else ''} of {workflow or qualname}"
     rows = [
-        f"  {r.run_id}  {r.status}  {r.steps_done} steps  {ops.duration(r.seconds)}  "
+        f"  {r.run_id}  {r.status}  {ops.shown(r)['steps']} steps  {ops.duration(r.seconds)}  "
         f"{ops.ago(r.updated)}"
         for r in runs[:MESSAGE_RUNS]
     ]

@@ -128,7 +128,7 @@ def check(seen: dict[str, Any], project: dict[str, Any]) -> str:
     assert Path(seen["view_name"]).parent == project["tmp"] / "xdg_cache_home/letitloop/runs"
     page = "\n".join(seen["view"])
     assert page.startswith("# Runs of `flows.pipeline`"), page
-    assert f"| `{run_id}` | completed | 1 |" in page
+    assert f"| `{run_id}` | completed | 1/1 |" in page
     assert f"- inspect: `lil runs show {run_id}`" in page
     assert "lil runs list" not in page and not any("lil runs list" in m for m in seen["messages"])
     return run_id
