@@ -9,9 +9,13 @@ from typing import Any
 
 
 class Receiver:
-    def __init__(self, port: int = 0, status: int = 200) -> None:
+    """``status`` answers every delivery, unless ``by_event`` names the delivery's event
+    (``X-Lil-Event``): a receiver that takes one kind of notification and refuses another."""
+
+    def __init__(self, port: int = 0, status: int = 200, by_event: dict[str, int] | None = None):
         self.got: list[tuple[dict[str, str], bytes]] = []
         self.status = status
+        self.by_event = dict(by_event or {})
         self.on_post: Callable[[dict[str, str], bytes], None] | None = None  # before answering
         self.lock = threading.Lock()
         me = self
@@ -25,7 +29,7 @@ class Receiver:
                     me.got.append((headers, body))
                 if me.on_post is not None:
                     me.on_post(headers, body)
-                self.send_response(me.status)
+                self.send_response(me.by_event.get(headers.get("x-lil-event", ""), me.status))
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
