@@ -94,11 +94,11 @@ def _moved(run: RunSummary, e: EventInfo) -> RunSummary:
         current = None
     elif k == "done":
         status, current, error, total = "completed", None, None, max(total, done)
-    elif k == "fail":
+    elif k == "fail":  # a current step is named only while a run runs, on every backend
         error = d.get("err") if isinstance(d.get("err"), dict) else None
-        status, dead = "failed", _dead_error(error)
+        status, current, dead = "failed", None, _dead_error(error)
     elif k == "suspend":
-        status = "suspended"
+        status, current = "suspended", None
     elif k == "reset":  # a new epoch, no try yet
         status, current, error, dead, done, total = "reset", None, None, False, 0, 0
         epoch, attempt, seconds = _int(d.get("epoch")) or epoch + 1, 0, 0.0
