@@ -60,3 +60,22 @@ def by_default(s: Scenario) -> Reading:
     assert done.returncode == 0, done.stderr[-3000:]
     said = json.loads(done.stdout)
     return Reading(proposals=said["proposals"], tasks=said["tasks"])
+
+
+def splicer_acts(s: Scenario) -> set[str]:
+    """The splicer's own API decides the two proposals on ``apps/splicer.py``, as a script
+    does (no ``by``: the API names the user): one applied (the file now holds its code), one
+    rejected; the actions taken."""
+    from letitloop.journal import who
+    from letitloop.splice import apply_proposal, reject_proposal
+    from tests.matrix.acts import Targets, expect
+
+    t = Targets("splicer")
+    applied = apply_proposal(t.proposal(s, "greet"), journal=s.journal)
+    assert applied.changed == ("greet",), applied.changed
+    assert (s.project / "apps" / "splicer.py").read_text() == applied.source
+    rejected = reject_proposal(t.proposal(s, "bye"), journal=s.journal)
+    assert rejected.state == "rejected", rejected
+    did = {"apply", "reject splice"}
+    expect(s, "splicer", who(), did)
+    return did

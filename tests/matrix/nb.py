@@ -2,8 +2,9 @@
 text table, ``RunInspector`` (its header's summary, its step rows, which rows say "in doubt"),
 ``EffectsInDoubt`` and ``ApprovalWidget``; and the actions their buttons take (approve, reject,
 retry a dead letter, fork from an opened step, resolve a side effect), journaled as the kernel's
-user. A notebook resumes a run by running its cell again, and has no control to cancel, reset,
-budget a run or decide a splice: those are not offered here."""
+user. A notebook resumes a run by running its cell again (a cancelled run's call is refused with
+operate's cause), and has no control to cancel, reset, budget a run or decide a splice: those are
+not offered here."""
 
 from __future__ import annotations
 
@@ -76,6 +77,36 @@ def expected_texts(truth: Any, truth_ids: list[str]) -> dict[str, Any]:
     }
 
 
+def call_again_refused(s: Scenario) -> str:
+    """A notebook resumes a run by running its cell again: the cancelled run's workflow, called
+    again in this process on the journal (the scenario's ``flows.halted``, bound to it), is
+    refused with operate's cause and journals no new attempt; what the kernel raised."""
+    import importlib.util
+
+    from letitloop import durable
+    from letitloop.errors import LetItLoopError
+    from tests.matrix.acts import CANCELLED, refusal
+
+    spec = importlib.util.spec_from_file_location(
+        f"matrix_flows_{s.backend}", s.project / "flows.py"
+    )
+    assert spec is not None and spec.loader is not None
+    flows = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(flows)
+    cell = durable(name="flows.halted", run_id="g", journal=s.journal)(flows.halted.__wrapped__)
+    before = s.journal.get_run(CANCELLED)
+    try:
+        cell()
+    except LetItLoopError as exc:
+        assert (exc.message, exc.fix) == refusal(s.journal), exc
+        said = f"error: {exc.message}\n  fix: {exc.fix}"
+    else:
+        raise AssertionError(f"the notebook ran {CANCELLED} again, a cancelled run")
+    after = s.journal.get_run(CANCELLED)
+    assert (after.run.status, len(after.attempts)) == ("cancelled", len(before.attempts)), after
+    return said
+
+
 def _pending(journal: Any) -> list[Any]:
     return journal.approvals(status="pending", limit=1 << 30)
 
@@ -108,6 +139,7 @@ def acts(s: Scenario) -> dict[str, str]:
     panel.resolve(doubt.run_id, doubt.position, "done")
     said["resolve"] = html.unescape(panel.status.value)
     assert t.effect not in {d.run_id for d in panel.doubtful()}
+    said["refused resume"] = call_again_refused(s)
     expect(s, "nb", by, {"approve", "reject", "retry", "resolve", "fork"}, fork=fork.run_id)
     label = fork.run_id.rsplit("~", 1)[1]  # the inspector names its forks itself
     said["fork"] = said["fork"].replace(f"~{label}", "~nb")

@@ -3,9 +3,9 @@
 ``python scenario.py PROJECT first WHO...``: the base runs (completed, failed, cancelled,
 waiting for an approval, a fork, a pending splice proposal, a completed task) and, for each
 acting surface WHO, its own targets (two approvals, a dead letter, a fork source is shared, two
-proposals on a file of its own); then the runs that must die are left blocked (one inside a
-step, one per WHO inside a side effect) and ``ready`` is printed: the test SIGKILLs this process
-there.
+proposals on a file of its own; the splicer's API gets two proposals too); then the runs that
+must die are left blocked (one inside a step, one per WHO inside a side effect) and ``ready`` is
+printed: the test SIGKILLs this process there.
 
 ``python scenario.py PROJECT second``: a second process completes the run whose attempt was
 killed (its gate is opened), then stays until every notification is delivered or failed (on
@@ -62,7 +62,7 @@ def first(surfaces: list[str]) -> None:
         journal, "app.py", "greet", 'def greet(name):\n    return f"Hi, {name}!"\n', by="scenario"
     )
     (project / "apps").mkdir(exist_ok=True)
-    for who in surfaces:
+    for who in [*surfaces, "splicer"]:  # the splicer's own API decides two proposals too
         path = project / "apps" / f"{who}.py"
         path.write_text(APP)
         for target, code in (

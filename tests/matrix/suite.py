@@ -25,6 +25,7 @@ from tests.matrix.truth import check_truth, read_truth, same
 IN_PROCESS_ACTORS = (
     "notebook",
     "lil-tui",
+    "splicer",
 )  # the surfaces that act on a memory journal (and operate)
 # runs the CLI shows in full (one process each): one of every kind in the scenario
 BASE = [
@@ -136,7 +137,7 @@ async def actions(s: Scenario, server: rest.Rest | None) -> None:
     OUTCOMES[(s.backend, "op")] = op_acts(s)
     MATRIX.setdefault(("operate", s.backend), set()).add(f"acts: {', '.join(sorted(ACTIONS))}")
     failed: list[str] = []
-    for surface in ("notebook", "lil-tui", "cli", "rest", "mcp", "lsp"):
+    for surface in ("notebook", "lil-tui", "splicer", "cli", "rest", "mcp", "lsp"):
         if server is None and surface not in IN_PROCESS_ACTORS:
             continue
         try:
@@ -151,6 +152,9 @@ async def _act(s: Scenario, surface: str, server: rest.Rest | None) -> None:
         compare_outcomes(s, "notebook", nb.acts(s))
     elif surface == "lil-tui":
         compare_outcomes(s, "lil-tui", await tui.acts(s))
+    elif surface == "splicer":  # its API answers with data, not a sentence: expect() checks it
+        did = inproc.splicer_acts(s)
+        MATRIX.setdefault(("splicer", s.backend), set()).add(f"acts: {', '.join(sorted(did))}")
     elif surface == "cli":
         assert server is not None
         compare_outcomes(s, "cli", cli.acts(s))
