@@ -127,7 +127,7 @@ def acts(s: Scenario, rest: Rest) -> dict[str, str]:
         assert answer["by"] == rest.by, (rest.by, answer)
         assert answer["message"].endswith(f" (by {rest.by})"), answer
     status, answer = rest.call("POST", f"runs/{q(CANCELLED)}/actions", {"action": "resume"})
-    assert status == 400, (status, answer)
+    assert status == 409, (status, answer)  # a conflict with the run's state
     assert (answer["error"]["message"], answer["error"]["fix"]) == refusal(j)
     expect(s, "rest", rest.by, set(said) | {"resume"})
     texts = {
