@@ -58,11 +58,11 @@ def render_runs_view(
     lines = [title, "", f"{where}: {shown} run{'s' if total != 1 else ''}, newest first.", ""]
     lines += ["| run | status | steps | started | duration | cost |", "|---|---|---|---|---|---|"]
     for run in runs:
-        shown = ops.shown(run)
+        cells = ops.shown(run)
         lines.append(
-            f"| {code(run.run_id, table=True)} | {text(run.status)} | {shown['steps']} "
+            f"| {code(run.run_id, table=True)} | {text(run.status)} | {cells['steps']} "
             f"| {ops.local_time(run.created, relative=True, now=now)} "
-            f"| {shown['duration']} | {shown['cost']} |"
+            f"| {cells['duration']} | {cells['cost']} |"
         )
     for run in runs:
         lines += ["", f"## {code(run.run_id)}: {text(run.status)}", ""]

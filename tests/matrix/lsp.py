@@ -45,12 +45,13 @@ async def client_on(s: Scenario) -> AsyncIterator[LanguageClient]:
         server_env=s.env | {"LIL_LSP_DEBOUNCE": "0.02"},
     )
     client = await config.start()
+    assert isinstance(client, LanguageClient)  # the factory ClientServerConfig uses by default
     try:
         await start(_Request(), client)
         yield client
     finally:
         await client.shutdown_session()
-        await client.stop()
+        await client.stop()  # type: ignore[no-untyped-call]  # pygls's own, untyped
 
 
 def line_of(source: str, needle: str) -> int:

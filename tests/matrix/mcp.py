@@ -22,8 +22,8 @@ from tests.matrix.reading import Reading
 
 CLIENT = types.Implementation(name="lil-matrix", version="1.0")
 BY = "mcp:lil-matrix/1.0"
-SHOW_EXTRAS = ("attempts_total", "next_cursor", "decisions", "approvals_decided_by")
-SHOW_EXTRAS += ("effects_decided_by",)
+SHOW_EXTRAS: tuple[str, ...] = ("attempts_total", "next_cursor", "decisions")
+SHOW_EXTRAS += ("approvals_decided_by", "effects_decided_by")
 
 
 @asynccontextmanager

@@ -108,7 +108,7 @@ def call_again_refused(s: Scenario) -> str:
 
 
 def _pending(journal: Any) -> list[Any]:
-    return journal.approvals(status="pending", limit=1 << 30)
+    return list(journal.approvals(status="pending", limit=1 << 30))
 
 
 def acts(s: Scenario) -> dict[str, str]:

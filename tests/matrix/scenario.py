@@ -24,7 +24,7 @@ project = Path(sys.argv[1])
 os.chdir(project)
 sys.path.insert(0, str(project))
 
-import flows  # noqa: E402
+import flows  # type: ignore[import-not-found]  # noqa: E402
 
 from letitloop import operate  # noqa: E402
 from letitloop.errors import LetItLoopError  # noqa: E402

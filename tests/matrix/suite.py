@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from tests.matrix import cli, inproc, lsp, mcp, nb, rest, tui
@@ -122,9 +123,9 @@ def compare_outcomes(
             assert action in ACTIONS, action
             if (surface, action) in OWN_WORDS:
                 start = OWN_WORDS[(surface, action)]
-                each(lambda t=sentence, w=start: _starts(surface, t, w))
+                each(partial(_starts, surface, sentence, start))
                 continue
-            each(lambda a=action, t=sentence: same(surface, f"the outcome of {a}", expected[a], t))
+            each(partial(same, surface, f"the outcome of {action}", expected[action], sentence))
 
 
 def _starts(surface: str, sentence: str, words: str) -> None:

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from tests.matrix.build import Scenario
@@ -67,21 +68,14 @@ async def read(journal: Any, truth_ids: list[str], shown: list[str]) -> Reading:
         pages = {}
         for run_id in shown:
             app.open_run(run_id)
-            await until(
-                pilot,
-                lambda r=run_id: (
-                    isinstance(app.screen, DetailScreen)
-                    and app.screen.run_id == r
-                    and app.screen.view is not None
-                ),
-            )
+            await until(pilot, partial(_showing, app, DetailScreen, run_id))
             pages[run_id] = _page(app.screen)
             app.pop_screen()
             await pilot.pause()
         rows = {}
         for key, screen_name in (("2", "approvals"), ("3", "effects"), ("4", "splices")):
             await pilot.press(key)
-            await until(pilot, lambda n=screen_name: _loaded(app, n))
+            await until(pilot, partial(_loaded, app, screen_name))
             await settle(app, pilot)
             screen = app.screen
             rows[screen_name] = list(screen.proposals if screen_name == "splices" else screen.rows)
@@ -96,6 +90,12 @@ async def read(journal: Any, truth_ids: list[str], shown: list[str]) -> Reading:
             ),
         },
     )
+
+
+def _showing(app: Any, detail: Any, run_id: str) -> bool:
+    """lil-tui shows ``run_id`` on its run screen (``detail``), loaded."""
+    screen = app.screen
+    return isinstance(screen, detail) and screen.run_id == run_id and screen.view is not None
 
 
 def _loaded(app: Any, name: str) -> bool:
