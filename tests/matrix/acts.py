@@ -12,10 +12,10 @@ with operate's cause (``refusal``).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from tests.helpers import wait_until
 from tests.matrix.build import Scenario
 
 CANCELLED = "flows.halted:g"  # cancelled by a person in the scenario: never resumed
@@ -93,10 +93,12 @@ def said_error(text: str) -> tuple[str, str]:
 
 
 def wait_status(journal: Any, run_id: str, status: str, seconds: float = 90.0) -> None:
-    deadline = time.monotonic() + seconds
-    while (now := journal.get_run(run_id).run.status) != status:
-        assert time.monotonic() < deadline, f"{run_id} is still {now}, not {status}"
-        time.sleep(0.1)
+    wait_until(
+        lambda: journal.get_run(run_id).run.status == status,
+        seconds,
+        what=lambda: f"{run_id} to be {status} (it is {journal.get_run(run_id).run.status})",
+        interval=0.1,
+    )
 
 
 def expect(s: Scenario, who: str, by: str, did: set[str], fork: str | None = None) -> None:

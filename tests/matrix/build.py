@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import child_env, run_lil, wait_until
 from tests.notify.receiver import Receiver
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 # the surfaces that act, each on runs of its own (their keys); memory has only in-process ones
 ACTING = ("op", "cli", "rest", "mcp", "tui", "nb", "lsp")
 IN_PROCESS = ("op", "tui", "nb")
@@ -52,14 +52,7 @@ class Scenario:
 
     def lil(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """``lil ARGS`` as a real subprocess in the project."""
-        done = subprocess.run(
-            [sys.executable, "-m", "letitloop", *args],
-            cwd=self.project,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = run_lil(*args, env=self.env, cwd=self.project)
         if check:
             assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
         return done
@@ -100,10 +93,8 @@ def make_project(root: Path, location: str, receiver_url: str) -> tuple[Path, di
         paths = ["src/out.txt"]
         """)
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIL_NOTIFY", "LIL_JOURNAL"))}
+    env = {k: v for k, v in child_env(location).items() if not k.startswith("LIL_NOTIFY")}
     env |= {
-        "PYTHONPATH": str(ROOT),
-        "LIL_JOURNAL": location,
         "LIL_NOTIFY_URL": receiver_url,
         "LIL_NOTIFY_SECRET": "matrix-secret",
         "LIL_LEASE_TTL": "3",
@@ -125,7 +116,7 @@ def build(backend: str, root: Path, location: str) -> Scenario:
     wait_until(
         lambda: all(journal.get_run(r).run.status == "interrupted" for r in interrupted),
         60,
-        "the killed runs to read as interrupted",
+        what="the killed runs to read as interrupted",
     )
     second = subprocess.run(
         [sys.executable, str(HERE / "scenario.py"), str(project), "second"],
@@ -176,12 +167,3 @@ def on_memory(source: Scenario) -> Scenario:
     )
     scenario.notes["source"] = source
     return scenario
-
-
-def wait_until(predicate: Any, seconds: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not true within {seconds} s: {what or predicate}")

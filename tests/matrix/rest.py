@@ -1,5 +1,5 @@
 """The Jupyter server extension's REST API as a surface: a real JupyterLab server (a subprocess,
-``tests/lab_server.py``) whose ``LIL_JOURNAL`` is the scenario's DuckDB file or
+``tests.helpers.jupyter_lab``) whose ``LIL_JOURNAL`` is the scenario's DuckDB file or
 ``postgresql://`` URL, asked over HTTP with its token."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tests.lab_server import jupyter_lab
+from tests.helpers import jupyter_lab
 from tests.matrix.build import Scenario
 from tests.matrix.reading import Reading
 
@@ -64,8 +64,8 @@ def rest_server(s: Scenario, state: Path) -> Iterator[Rest]:
     from letitloop.jupyter._identity import decider
 
     state.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in s.env.items() if k.startswith("LIL_")}
-    with jupyter_lab(s.project, None, state=state, extensions=True, env=env) as lab:
+    env = {k: v for k, v in s.env.items() if k.startswith("LIL_") and k != "LIL_JOURNAL"}
+    with jupyter_lab(s.project, s.location, state=state, extensions=True, env=env) as lab:
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
         server = Rest(lab["base"], lab["token"], opener)
         me = urllib.request.Request(
