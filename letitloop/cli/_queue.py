@@ -16,6 +16,8 @@ from letitloop.operate import (
     enqueue_by_name,
     find_queue,
     item_json,
+    orphan_json,
+    orphan_summaries,
     parse_arguments,
     pause_queue,
     queue_json,
@@ -34,7 +36,8 @@ def queue() -> None:
 @json_option
 @journal_option
 def list_cmd(as_json: bool) -> None:
-    """Every queue: what waits, what runs, how long the oldest has waited; and the workers.
+    """Every queue: what waits, what runs, how long the oldest has waited; the workers; and the
+    orphaned runs no worker takes over (their process died; they were not declared recoverable).
 
     \b
     Example:
@@ -43,11 +46,13 @@ def list_cmd(as_json: bool) -> None:
     """
     journal = open_cli_journal()
     queues, workers = queue_summaries(journal), worker_summaries(journal)
+    orphans = orphan_summaries(journal)
     if as_json:
         out.emit_json(
             {
                 "queues": [queue_json(q) for q in queues],
                 "workers": [worker_json(w) for w in workers],
+                "orphans": [orphan_json(o) for o in orphans],
             }
         )
         return
@@ -55,20 +60,40 @@ def list_cmd(as_json: bool) -> None:
         out.say("no queue in this journal yet: Queue(name).enqueue(...) or `lil enqueue` makes one")
     else:
         table = out.make_table(
-            "queue", "queued", "running", "oldest", "limits", "state",
-            right=("queued", "running"),
+            "queue", "queued", "running", "held", "oldest", "limits", "state",
+            right=("queued", "running", "held"),
         )  # fmt: skip
         for q in queues:
             table.add_row(
                 out.text(q.name, "bold"),
                 str(q.queued),
                 str(q.running),
+                str(q.info.held),
                 fmt_duration(q.oldest_age) if q.oldest_age is not None else "-",
                 out.text(q.limits),
                 out.status_text("paused" if q.paused else "active"),
             )
         out.console().print(table)
     _print_workers(workers)
+    _print_orphans(orphans)
+
+
+def _print_orphans(orphans: Any) -> None:
+    if not orphans:
+        return
+    out.say(
+        f"{len(orphans)} orphaned runs: their process died and no worker takes them over "
+        "(declare a workflow @durable(recover=True) to have workers do it)"
+    )
+    table = out.make_table("run id", "steps done", "idle", "resume with")
+    for o in orphans:
+        table.add_row(
+            out.text(o.run_id, "bold"),
+            str(o.steps_done),
+            fmt_duration(o.idle),
+            out.text(o.command),
+        )
+    out.console().print(table)
 
 
 def _print_workers(workers: Any) -> None:
@@ -214,6 +239,12 @@ def worker_cmd(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    orphans = orphan_summaries(journal)
+    if orphans:
+        out.stderr_write(
+            f"lil worker: {len(orphans)} orphaned runs are not recoverable, so no worker takes "
+            "them over: `lil queue list` shows each with the command that resumes it"
+        )
     worker.run()
     counts = ", ".join(f"{n} {k}" for k, n in sorted(worker.counts.items())) or "no runs"
     out.stderr_write(f"lil worker: stopped ({counts})")

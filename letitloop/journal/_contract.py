@@ -332,8 +332,8 @@ class QueueJournal(_Located, Protocol):
         ...
 
     def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
-        """Heartbeat ``worker`` and claim up to ``n`` runs for it (queued, or held by a worker
-        that lapsed), within each queue's pause and limits."""
+        """Heartbeat ``worker`` and claim up to ``n`` runs for it (queued, held by a worker
+        that lapsed, or held by a process that died), within each queue's pause and limits."""
         ...
 
     def beat_worker(self, worker: WorkerInfo) -> list[str]:
@@ -345,6 +345,17 @@ class QueueJournal(_Located, Protocol):
         ...
 
     def leave_worker(self, worker: str) -> None: ...  # what it holds goes back to the queue
+
+    def hold(self, spec: QueueSpec, item: QueueItem, *, declare: bool = False) -> None:
+        """A recoverable run this journal's process executes (it holds the run's lease): held
+        by this journal's session until ``unhold``; if the process dies first, the run goes
+        back to the queue for a worker. ``declare``: the spec's limits replace the queue's
+        (else a missing queue is created with them)."""
+        ...
+
+    def unhold(self, run_id: str, outcome: str) -> None:
+        """This process is done with a run it held: its item is finished with ``outcome``."""
+        ...
 
     def pause_queue(self, name: str, paused: bool) -> None: ...
     def queues(self) -> list[QueueInfo]: ...

@@ -459,6 +459,7 @@ class MemoryJournal(RecordWrites, MemoryQueues):
 
     def close(self) -> None:
         with self.store.cond:
+            self.store.board.leave_session(self.session)  # as a process that died: see _queues
             freed = self.store.state.release_session(self.session)
             self.store.cond.notify_all()
             gone = [r for r in freed if self.store.state.runs[r].status == "running"]

@@ -46,6 +46,15 @@ class MemoryQueues:
             self.store.board.leave(worker)
             self.store.cond.notify_all()
 
+    def hold(self, spec: QueueSpec, item: QueueItem, *, declare: bool = False) -> None:
+        with self.store.cond:
+            self.store.board.hold(spec, item, self.session, time.time(), declare)
+
+    def unhold(self, run_id: str, outcome: str) -> None:
+        with self.store.cond:
+            self.store.board.finish(self.session, run_id, outcome, time.time())
+            self.store.cond.notify_all()
+
     def pause_queue(self, name: str, paused: bool) -> None:
         with self.store.cond:
             self.store.board.pause(name, paused)

@@ -7,6 +7,11 @@ lease, and *finishes* the item with the run's outcome, or releases it (a gracefu
 worker that stops heartbeating for its TTL has *lapsed*: its claims may be taken by another
 worker, and on the DuckDB owner its run leases are revoked so it is fenced when it wakes.
 
+A *held* item is a recoverable run executing in its caller's process (``@durable(recover=...)``,
+``workflow.start``): the process's journal session holds it while the process holds the run's
+lease. When that process dies (on DuckDB: its connections close; on PostgreSQL: its run lease is
+no longer alive) the item goes back to the queue, and a worker takes the run over.
+
 ``QueueBoard`` holds a journal's queues, items and workers in memory and makes every decision
 (order, pause, concurrency fleet-wide and per worker, the start-rate limit, lapsed claims). The
 memory journal uses it as is; the DuckDB owner uses it too and persists the items it changed;
@@ -16,15 +21,15 @@ PostgreSQL makes the same decisions in SQL (``postgres._queues``).
 # no ``from __future__ import annotations``: NamedTuple fields are evaluated, see _contract
 import os
 from collections import deque
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple, Protocol
 
 from letitloop.errors import ConfigError, JournalError, LeaseLostError
 from letitloop.journal._records import check_text
 
 Encoded = tuple[str, bytes]
 
-ITEM_STATES = frozenset({"queued", "claimed", "finished"})
+ITEM_STATES = frozenset({"queued", "claimed", "held", "finished"})
 OUTCOMES = frozenset({"completed", "failed", "cancelled", "suspended", "stopped", "released"})
 MAX_NAME = 200  # a queue's name: short text people type
 MAX_CONCURRENCY = 100_000
@@ -57,11 +62,11 @@ class QueueItem(NamedTuple):
     workflow: str
     key: str
     priority: int
-    state: str  # queued | claimed | finished
+    state: str  # queued | claimed | held (by its caller's process) | finished
     enqueued: float
-    claimed_by: str | None = None  # the worker that holds it
+    claimed_by: str | None = None  # the worker that holds it (held: the caller's session)
     claimed_at: float | None = None
-    claims: int = 0  # how many times a worker claimed it (more than one: a takeover)
+    claims: int = 0  # executions handed out (a claim, a hold); more than one: a takeover
     finished: float | None = None
     outcome: str | None = None  # completed | failed | cancelled | suspended | stopped
     entry: str | None = None  # the signed entry point (see kernel._entry)
@@ -77,6 +82,7 @@ class QueueInfo(NamedTuple):
     claimed: int
     finished: int
     oldest: float | None  # when the oldest queued item was enqueued
+    held: int = 0  # recoverable runs executing in their callers' processes
 
 
 class WorkerInfo(NamedTuple):
@@ -92,6 +98,58 @@ class WorkerInfo(NamedTuple):
     ttl: float
     state: str  # running | draining | lapsed
     runs: tuple[str, ...] = ()  # the runs it holds
+
+
+class QueueJournal(Protocol):
+    """Queued runs and workers, a role of the ``Journal`` contract: enqueue, claim, heartbeat,
+    finish; and the recoverable runs a process holds while it executes them."""
+
+    journal_id: str
+    location: str
+
+    def enqueue(self, spec: QueueSpec, item: QueueItem) -> bool:
+        """Queue a run durably (declaring the queue); False if that run was queued before."""
+        ...
+
+    def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
+        """Heartbeat ``worker`` and claim up to ``n`` runs for it (queued, held by a worker
+        that lapsed, or held by a process that died), within each queue's pause and limits."""
+        ...
+
+    def beat_worker(self, worker: WorkerInfo) -> list[str]:
+        """Heartbeat ``worker``; the runs of ``worker.runs`` it no longer holds (taken over)."""
+        ...
+
+    def finish_item(self, worker: str, run_id: str, outcome: str) -> bool:
+        """Finish a claimed run with its outcome, or ``released``: back to the queue."""
+        ...
+
+    def leave_worker(self, worker: str) -> None: ...  # what it holds goes back to the queue
+
+    def hold(self, spec: QueueSpec, item: QueueItem, *, declare: bool = False) -> None:
+        """A recoverable run this journal's process executes (it holds the run's lease): held
+        by this journal's session until ``unhold``; if the process dies first, the run goes
+        back to the queue for a worker. ``declare``: the spec's limits replace the queue's
+        (else a missing queue is created with them)."""
+        ...
+
+    def unhold(self, run_id: str, outcome: str) -> None:
+        """This process is done with a run it held: its item is finished with ``outcome``."""
+        ...
+
+    def pause_queue(self, name: str, paused: bool) -> None: ...
+    def queues(self) -> list[QueueInfo]: ...
+
+    def queue_items(
+        self, *, queue: str | None = None, state: str | None = None, limit: int = 100
+    ) -> list[QueueItem]: ...
+
+    def queue_item(self, run_id: str) -> QueueItem | None: ...
+    def workers(self) -> list[WorkerInfo]: ...
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Return when a run may have been queued (or at ``timeout``): idle workers sleep here."""
+        ...
 
 
 def check_spec(spec: QueueSpec) -> QueueSpec:
@@ -151,6 +209,11 @@ def process_alive(label: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def holder_of(session: str | None) -> str:
+    """A session or worker id ('pid@host/random') as people see it: 'pid@host'."""
+    return (session or "").split("/", 1)[0]
 
 
 def worker_id() -> str:
@@ -223,6 +286,54 @@ class QueueBoard:
         self.dirty.add(item.run_id)
         return True
 
+    def hold(
+        self, spec: QueueSpec, item: QueueItem, session: str, now: float, declare: bool = False
+    ) -> None:
+        """A recoverable run executing in the process of ``session``, which holds its lease: the
+        item is held by that session (whatever it was: the lease says who executes the run).
+        ``declare``: the spec's limits replace the queue's; else a missing queue is created."""
+        if declare or spec.name not in self.queues:
+            self.declare(spec)
+        old = self.items.get(item.run_id)
+        reopened = old is None or old.state == "finished"
+        size = _size(item)
+        if reopened and (self.open_items >= MAX_ITEMS or self.open_bytes + size > MAX_BOARD_BYTES):
+            raise JournalError(
+                f"the journal's queues hold {self.open_items} unfinished runs: run "
+                f"{item.run_id} cannot be made recoverable now",
+                fix="start more workers (`lil worker`) or wait for the queues to drain",
+            )
+        if reopened:
+            self.open_items += 1
+            self.open_bytes += size
+        self.items[item.run_id] = item._replace(
+            queue=spec.name, state="held", claimed_by=session, claimed_at=now,
+            claims=(old.claims if old is not None else 0) + 1,
+            enqueued=old.enqueued if old is not None and not reopened else now,
+            finished=None, outcome=None,
+        )  # fmt: skip
+        self.dirty.add(item.run_id)
+
+    def orphaned_holds(self, connected: set[str]) -> list[str]:
+        """Held items whose session is not connected and whose process is gone (the owner
+        restarted, and their process died before it came back): back to the queue."""
+        freed = [
+            i.run_id
+            for i in self.items.values()
+            if i.state == "held"
+            and i.claimed_by not in connected
+            and not process_alive(holder_of(i.claimed_by))
+        ]
+        for run_id in freed:
+            self._requeue(run_id)
+        return freed
+
+    def _requeue(self, run_id: str) -> None:
+        self.items[run_id] = self.items[run_id]._replace(
+            state="queued", claimed_by=None, claimed_at=None
+        )
+        self.dirty.add(run_id)
+
     # -- what workers do -----------------------------------------------------------------
 
     def beat(self, worker: WorkerInfo, now: float, session: str | None = None) -> list[str]:
@@ -266,7 +377,7 @@ class QueueBoard:
         mine: dict[str, int] = {}
         candidates: list[QueueItem] = []
         for item in self.items.values():
-            if item.queue not in wanted or item.state == "finished":
+            if item.queue not in wanted or item.state in ("finished", "held"):
                 continue
             if item.state == "claimed" and not self.lapsed(item.claimed_by, now):
                 live[item.queue] = live.get(item.queue, 0) + 1
@@ -317,7 +428,7 @@ class QueueBoard:
         if outcome not in OUTCOMES:
             raise JournalError(f"a queue item's outcome must be one of {sorted(OUTCOMES)}")
         item = self.items.get(run_id)
-        if item is None or item.state != "claimed" or item.claimed_by != worker:
+        if item is None or item.state not in ("claimed", "held") or item.claimed_by != worker:
             return False
         if outcome == "released":
             new = item._replace(state="queued", claimed_by=None, claimed_at=None)
@@ -354,12 +465,18 @@ class QueueBoard:
         return freed
 
     def leave_session(self, session: str) -> list[str]:
-        """Every worker that ran on this connection session is gone."""
+        """Every worker that ran on this connection session is gone, and so is the process that
+        held its recoverable runs: their items go back to the queue."""
         freed: list[str] = []
         for worker, s in list(self.sessions.items()):
             if s == session:
                 freed += self.leave(worker)
-        return freed
+        held = [
+            i.run_id for i in self.items.values() if i.state == "held" and i.claimed_by == session
+        ]
+        for run_id in held:
+            self._requeue(run_id)
+        return freed + held
 
     def newly_lapsed(self, now: float) -> list[tuple[WorkerInfo, str | None, list[str]]]:
         """Workers whose TTL ran out since they last beat: they stay listed (as lapsed), their
@@ -380,11 +497,11 @@ class QueueBoard:
     # -- what people read ---------------------------------------------------------------
 
     def infos(self, now: float) -> list[QueueInfo]:
-        counts: dict[str, list[int]] = {name: [0, 0, 0] for name in self.queues}
+        counts: dict[str, list[int]] = {name: [0, 0, 0, 0] for name in self.queues}
         oldest: dict[str, float] = {}
         for item in self.items.values():
-            c = counts.setdefault(item.queue, [0, 0, 0])
-            c[("queued", "claimed", "finished").index(item.state)] += 1
+            c = counts.setdefault(item.queue, [0, 0, 0, 0])
+            c[("queued", "claimed", "finished", "held").index(item.state)] += 1
             if item.state == "queued" and item.enqueued < oldest.get(item.queue, float("inf")):
                 oldest[item.queue] = item.enqueued
         return [
@@ -395,6 +512,7 @@ class QueueBoard:
                 c[1],
                 c[2],
                 oldest.get(name),
+                c[3],
             )
             for name, c in sorted(counts.items())
         ]
@@ -405,7 +523,8 @@ class QueueBoard:
             for i in self.items.values()
             if (queue is None or i.queue == queue) and (state is None or i.state == state)
         ]
-        rows.sort(key=lambda i: (("claimed", "queued", "finished").index(i.state), i.enqueued))
+        order = ("claimed", "held", "queued", "finished")
+        rows.sort(key=lambda i: (order.index(i.state), i.enqueued))
         return rows[: max(0, limit)]
 
     def worker_infos(self, now: float) -> list[WorkerInfo]:
@@ -446,8 +565,12 @@ class QueueBoard:
             else:
                 self.open_items += 1
                 self.open_bytes += _size(item)
-            if item.state == "claimed" and item.claimed_by and item.claimed_by not in self.workers:
-                pid, _, host = item.claimed_by.split("/", 1)[0].partition("@")
+            if item.state == "held" and not process_alive(holder_of(item.claimed_by)):
+                self._requeue(item.run_id)  # its process died while no owner was running
+            elif (
+                item.state == "claimed" and item.claimed_by and item.claimed_by not in self.workers
+            ):
+                pid, _, host = holder_of(item.claimed_by).partition("@")
                 self.workers[item.claimed_by] = WorkerInfo(
                     item.claimed_by,
                     host,
@@ -461,86 +584,5 @@ class QueueBoard:
                 )
 
 
-# -- the wire (the DuckDB owner's requests and replies): lists in field order, checked --------
-
-_OPT_S = (str, type(None))
-_OPT_I = (int, type(None))
-_OPT_F = (int, float, type(None))
-_SPEC_TYPES = ((str,), _OPT_I, _OPT_I, _OPT_I, (int, float), (bool,))
-_ITEM_TYPES = (
-    (str,), (str,), (str,), (str,), (int,), (str,), (int, float), _OPT_S, _OPT_F, (int,),
-    _OPT_F, _OPT_S, _OPT_S, (list, type(None)),
-)  # fmt: skip
-_WORKER_TYPES = (
-    (str,), (str,), (int,), (list,), (int,), (int, float), (int, float), (int, float), (str,),
-    (list,),
-)  # fmt: skip
-MAX_ITEM_BYTES = 1 << 20  # a queued run's entry and arguments: pass bigger data by reference
-
-
-def to_wire(value: NamedTuple) -> list[Any]:
-    """A spec, item or worker as a list (tuples as lists)."""
-    return [list(v) if isinstance(v, tuple) else v for v in value]
-
-
-def _checked(what: str, obj: object, types: Sequence[tuple[type, ...]]) -> list[Any]:
-    if not isinstance(obj, list) or len(obj) != len(types):
-        raise JournalError(f"a queue {what} must be a list of {len(types)} fields")
-    for i, (value, allowed) in enumerate(zip(obj, types, strict=True)):
-        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
-            raise JournalError(f"a queue {what}'s field {i} has the wrong type")
-        if type(value) is int and not -(2**62) < value < 2**62:
-            raise JournalError(f"a queue {what}'s field {i} is out of range")
-        if isinstance(value, float) and value != value:
-            raise JournalError(f"a queue {what}'s field {i} is NaN")
-        if isinstance(value, str):
-            check_text(value, f"a queue {what}'s field {i}")
-    return obj
-
-
-def spec_from(obj: object) -> QueueSpec:
-    return check_spec(QueueSpec(*_checked("spec", obj, _SPEC_TYPES)))
-
-
-def item_from(obj: object) -> QueueItem:
-    fields = _checked("item", obj, _ITEM_TYPES)
-    args = fields[-1]
-    if args is not None:
-        if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], bytes):
-            raise JournalError("a queue item's arguments must be [codec, bytes]")
-        fields[-1] = (args[0], args[1])
-    item = QueueItem(*fields)
-    size = len(item.entry or "") + (len(item.args[1]) if item.args else 0)
-    if size > MAX_ITEM_BYTES:
-        raise JournalError(
-            f"run {item.run_id}: its entry point and arguments take {size} bytes, more than a "
-            f"queued run may ({MAX_ITEM_BYTES})",
-            fix="pass large data by reference (a path, a URL, an id) and load it in a step",
-        )
-    if item.state not in ITEM_STATES:
-        raise JournalError(f"a queue item's state must be one of {sorted(ITEM_STATES)}")
-    return item
-
-
-def worker_from(obj: object) -> WorkerInfo:
-    fields = _checked("worker", obj, _WORKER_TYPES)
-    for i in (3, 9):
-        if len(fields[i]) > 10_000 or not all(isinstance(v, str) for v in fields[i]):
-            raise JournalError("a worker's queues and runs must be lists of names")
-        for v in fields[i]:
-            check_text(v, "a worker's queue or run")
-        fields[i] = tuple(fields[i])
-    return WorkerInfo(*fields)
-
-
 def _size(item: QueueItem) -> int:
     return 200 + len(item.entry or "") + (len(item.args[1]) if item.args else 0)
-
-
-def items_of(rows: Sequence[Any]) -> list[QueueItem]:
-    """Queue items from rows in ``QueueItem``'s field order (args as codec, bytes)."""
-    out = []
-    for r in rows:
-        *head, codec, data = r
-        out.append(QueueItem._make([*head, (codec, bytes(data)) if codec is not None else None]))
-    return out

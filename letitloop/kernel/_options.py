@@ -45,6 +45,10 @@ class DurableOptions:
             (notebook cells do, so the names a cell binds are bound again).
         limit: the shared rate limit (a ``Limit`` or its name) every step waits for, unless
             the step names its own with ``limit=``.
+        recover: if the process executing a run dies, a ``lil worker`` takes the run over:
+            ``True`` (from the queue ``default``), a queue's name, or a ``Queue`` (its limits
+            apply). Off by default: a plain call is its caller's to resume (see
+            ``kernel._recover``).
     """
 
     name: str | None = None
@@ -59,6 +63,7 @@ class DurableOptions:
     reopen: bool = False
     ignore_args: bool = False
     limit: object = None
+    recover: object = False
 
     def run_key(self, arguments: dict[str, object]) -> str | None:
         """The fixed run key for a call's bound ``arguments`` (placeholders filled), or None
@@ -106,6 +111,11 @@ class DurableOptions:
                 f"lock_timeout must be a finite number of seconds >= 0, got {self.lock_timeout!r}",
                 fix="pass e.g. lock_timeout=30 to wait for another process, or 0 not to wait",
             )
+
+        if self.recover is not False:
+            from letitloop.kernel._recover import recover_spec
+
+            recover_spec(self.recover)  # a bad value fails at decoration, saying what to pass
 
     @classmethod
     def build(cls, goal_id: str | None = None, **kwargs: object) -> DurableOptions:

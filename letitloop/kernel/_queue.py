@@ -227,12 +227,13 @@ def _prepare(
 
 
 def start(workflow: Callable[..., Any], args: Any, kwargs: Any) -> RunHandle:
-    """``workflow.start(*args)``: run the durable call in a background thread of this process
-    (a daemon: the run resumes wherever it stopped if the process ends first)."""
+    """``workflow.start(*args)``: run the durable call in a background thread of this process.
+    The run is recoverable (``kernel._recover``): if this process dies first, a ``lil worker``
+    of the workflow's recovery queue (else ``default``) takes it over."""
     opts = getattr(workflow, "__letitloop_options__", None)
     journal = resolve_journal(opts.journal if opts is not None else None)
     inv, _ = _prepare(workflow, args, kwargs, None, None)
-    run_id, call = run_again(workflow, inv.workflow, args, kwargs, journal)
+    run_id, call = run_again(workflow, inv.workflow, args, kwargs, journal, recover=True)
     future: Future[Any] = Future()
 
     def run() -> None:

@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Any
 
-from letitloop.errors import ConfigError, LetItLoopError, RunLockedError
+from letitloop.errors import ConfigError, JournalError, LetItLoopError, RunLockedError
 from letitloop.journal import Journal, RunDetail, cancelled_error
 from letitloop.kernel._entry import verify_entry
 from letitloop.kernel._fork import fork_key
@@ -94,6 +94,19 @@ def resume_refusal(detail: RunDetail) -> LetItLoopError | None:
             run_id=run_id,
         )
     return None
+
+
+def takeover_refusal(journal: Journal, run_id: str) -> LetItLoopError | None:
+    """``resume_refusal`` for a worker taking a run over: a run still marked running is allowed
+    (its holder is gone; the run's lease decides who executes it), and a run not started yet
+    has nothing to refuse."""
+    try:
+        detail = journal.get_run(run_id)
+    except JournalError:
+        return None
+    if detail.run.status == "running":
+        detail = detail._replace(run=detail.run._replace(status="interrupted"))
+    return resume_refusal(detail)
 
 
 _loading = threading.Lock()  # a worker's threads must not see a script half-imported

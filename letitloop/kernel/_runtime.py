@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, ParamSpec, TypeVar, overload
 
-    from letitloop.journal import Journal
+    from letitloop.journal import Journal, QueueSpec
     from letitloop.kernel._options import JournalSpec
     from letitloop.kernel._policy import Budget, Retry
 
@@ -117,6 +117,8 @@ class _Invocation:
     #: step is journaled at once (``step.map`` items), whose write then carries it (one fsync)
     lazy_open = False
     root: str | None = None  # the top run of a child started in another process (its board)
+    recover: tuple[QueueSpec, bool] | None = None  # its recovery queue (``kernel._recover``)
+    entry: str | None = None  # the signed entry point, once opened
 
     def __init__(
         self,
@@ -138,6 +140,10 @@ class _Invocation:
         self.key = self.fixed or fingerprint(bound_args, bound_kwargs)[:16]
         self.run_id = f"{self.workflow}:{self.key}"
         self.as_fork = False  # run as a fork (``run_again(key=)``), not as a call computed it
+        if opts.recover:
+            from letitloop.kernel._recover import recover_spec
+
+            self.recover = recover_spec(opts.recover)
         try:
             codec, data = self.codec.encode(
                 [list(args), kwargs], what=f"arguments of {self.workflow}"
@@ -149,14 +155,16 @@ class _Invocation:
     def open(self, parent: str | None) -> RunContext | _Done:
         if self.fixed is not None:
             self._check_fixed_run()
+        # authenticated: resume by name imports only what the key signed
+        self.entry = sign_entry(
+            self.codec, self.run_id, self.workflow, _entry_point(self.fn), self.args
+        )
         state = self.journal.open_run(
             run_id=self.run_id,
             workflow=self.workflow,
             key=self.key,
             args=self.args,
-            entry=sign_entry(  # authenticated: resume by name imports only what the key signed
-                self.codec, self.run_id, self.workflow, _entry_point(self.fn), self.args
-            ),
+            entry=self.entry,
             parent=parent,
             lease=True,
             lock_timeout=self.opts.lock_timeout,
@@ -262,6 +270,22 @@ class _Invocation:
             "ts": time.time(),
         }
 
+    def hold(self) -> bool:
+        """Hold this run on its recovery queue if it is recoverable (``kernel._recover``)."""
+        if self.recover is None:
+            return False
+        from letitloop.kernel._recover import hold
+
+        run = {"run_id": self.run_id, "workflow": self.workflow, "key": self.key}
+        return hold(self.journal, self.recover, run | {"entry": self.entry, "args": self.args})
+
+
+def _unhold(inv: _Invocation) -> None:
+    """The held run ends in this process: its item says how (the exception propagating now)."""
+    from letitloop.kernel._recover import unhold
+
+    unhold(inv.journal, inv.run_id, sys.exc_info()[1])
+
 
 class _Done:
     """An already completed run: its journaled result."""
@@ -278,7 +302,9 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
     step_token = current_step_var.set(None)
     traced = _tracing.begin_run(inv.journal, inv.workflow, ctx) if _tracing.wanted() else None
     failure: BaseException | None = None
+    held = False
     try:
+        held = inv.recover is not None and parent is None and inv.hold()
         try:
             result = inv.fn(*inv.call_args, **inv.call_kwargs)
             inv.journal.append([inv.finish_record(ctx, result)], sync=not inv.lazy_done)
@@ -294,6 +320,8 @@ def _run_sync(inv: _Invocation, parent: str | None) -> Any:
             _tracing.end_run(traced, failure)
         current_step_var.reset(step_token)
         current_run.reset(run_token)
+        if held:
+            _unhold(inv)
         _quietly(inv.journal.release_run, inv.run_id)
 
 
@@ -315,7 +343,10 @@ async def _run_async(inv: _Invocation, parent: str | None) -> Any:
     step_token = current_step_var.set(None)
     traced = _tracing.begin_run(inv.journal, inv.workflow, ctx) if _tracing.wanted() else None
     failure: BaseException | None = None
+    held = False
     try:
+        if inv.recover is not None and parent is None:
+            held = await asyncio.to_thread(inv.hold)
         try:
             try:
                 result = await inv.fn(*inv.call_args, **inv.call_kwargs)
@@ -335,7 +366,15 @@ async def _run_async(inv: _Invocation, parent: str | None) -> Any:
             _tracing.end_run(traced, failure)
         current_step_var.reset(step_token)
         current_run.reset(run_token)
+        if held:
+            await asyncio.to_thread(_unhold_with, inv, sys.exc_info()[1])
         await asyncio.to_thread(_quietly, inv.journal.release_run, inv.run_id)
+
+
+def _unhold_with(inv: _Invocation, exc: BaseException | None) -> None:
+    from letitloop.kernel._recover import unhold
+
+    unhold(inv.journal, inv.run_id, exc)
 
 
 def _quietly(fn: Callable[..., Any], *args: Any) -> None:
@@ -366,6 +405,7 @@ if TYPE_CHECKING:  # the overloads are for the type checker: typing is not impor
         on_change: str = ...,
         reopen: bool = ...,
         limit: object = ...,
+        recover: object = ...,
     ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -415,10 +455,14 @@ def run_again(
     journal: Journal,
     key: str | None = None,
     lock_timeout: float | None = None,
+    recover: bool | None = None,
 ) -> tuple[str, Callable[[], Any]]:
     """The run id a durable function computes for these arguments under ``workflow``, and a
     call that runs it on ``journal`` (for ``lil runs resume``); ``key`` runs it under that run
-    key instead, as a fork (whose id no call computes; a call that does is refused)."""
+    key instead, as a fork (whose id no call computes; a call that does is refused).
+    ``recover``: True makes the run recoverable (``workflow.start``: on the workflow's queue,
+    else ``default``), False never (a worker executes it: the queue item is the worker's);
+    None as the workflow declares."""
     import asyncio
 
     opts = getattr(fn, "__letitloop_options__", None)
@@ -432,6 +476,12 @@ def run_again(
     inv = _Invocation(opts, inner, args, kwargs, workflow)
     if key is not None:
         inv.key, inv.run_id, inv.as_fork = key, f"{inv.workflow}:{key}", True
+    if recover is False:
+        inv.recover = None
+    elif recover and inv.recover is None:
+        from letitloop.kernel._recover import recover_spec
+
+        inv.recover = recover_spec(True)
     if inv.journal.journal_id != journal.journal_id:
         raise ConfigError(
             f"workflow {workflow} writes to the journal {inv.journal.location}, not "

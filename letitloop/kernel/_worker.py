@@ -33,7 +33,7 @@ from letitloop.errors import (
 )
 from letitloop.journal import Journal, QueueItem, WorkerInfo, worker_id
 from letitloop.kernel._entry import verify_entry
-from letitloop.kernel._resume import load_entry
+from letitloop.kernel._resume import load_entry, takeover_refusal
 from letitloop.kernel._runtime import codec_for, run_again
 
 
@@ -63,17 +63,26 @@ Execute = Callable[[Journal, QueueItem], str]
 
 def execute_item(journal: Journal, item: QueueItem, lock_timeout: float = 0.0) -> str:
     """Run a queued run in this thread by its authenticated entry point; return its outcome
-    (completed, failed, cancelled, suspended, stopped) or ``lost`` (another process holds it)."""
+    (completed, failed, cancelled, suspended, stopped) or ``lost`` (another process holds it).
+    A takeover (the item was handed out before: a worker or the run's own process died) is
+    first held to the rule every surface applies before resuming a run by name."""
     codec = codec_for(journal)
     if item.entry is None or item.args is None:
         return "stopped"
     entry = verify_entry(codec, item.run_id, item.workflow, item.entry, item.args)
+    if item.claims > 1:
+        refusal = takeover_refusal(journal, item.run_id)
+        if isinstance(refusal, RunCancelledError):
+            return "cancelled"
+        if refusal is not None:
+            raise refusal
     fn = load_entry(entry, item.run_id)
     decoded: Any = codec.decode(*item.args, what=f"arguments of run {item.run_id}")
     args, kwargs = decoded
     computed, call = run_again(
-        fn, item.workflow, args, kwargs, journal, key=item.key, lock_timeout=lock_timeout
-    )
+        fn, item.workflow, args, kwargs, journal, key=item.key, lock_timeout=lock_timeout,
+        recover=False,
+    )  # fmt: skip
     if computed != item.run_id:
         return "stopped"
     try:
@@ -208,8 +217,9 @@ class Worker:
             self.say(f"could not start {item.run_id}: {type(exc).__name__}: {exc}")
             outcome = "stopped"
         try:
-            if outcome == "lost":
-                self.say(f"lost {item.run_id}: another worker holds it now")
+            if outcome == "lost":  # the item goes back unless another holds it now
+                self.journal.finish_item(self.id, item.run_id, "released")
+                self.say(f"lost {item.run_id}: another process holds it now")
             elif not self.stopped.is_set() or outcome != "released":
                 self.journal.finish_item(self.id, item.run_id, outcome)
                 self.say(f"{outcome} {item.run_id} in {time.monotonic() - t0:.2f} s")

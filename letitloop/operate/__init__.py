@@ -23,7 +23,7 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
     queues      QueueSummary, WorkerSummary, queue_summaries, worker_summaries, find_queue,
                 queue_json, worker_json, item_json, holders, pause_queue, enqueue_by_name,
-                parse_arguments, limits_text
+                parse_arguments, limits_text; OrphanSummary, orphan_summaries, orphan_json
     metrics     Family, collect, BUCKETS (what `lil metrics` exports)
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
@@ -129,6 +129,9 @@ _EXPORTS = {
             "enqueue_by_name",
             "parse_arguments",
             "limits_text",
+            "OrphanSummary",
+            "orphan_summaries",
+            "orphan_json",
         ),
         "letitloop.operate._queues",
     ),
@@ -278,6 +281,7 @@ if TYPE_CHECKING:
         task_command as task_command,
     )
     from letitloop.operate._queues import (
+        OrphanSummary as OrphanSummary,
         QueueSummary as QueueSummary,
         WorkerSummary as WorkerSummary,
         enqueue_by_name as enqueue_by_name,
@@ -285,6 +289,8 @@ if TYPE_CHECKING:
         holders as holders,
         item_json as item_json,
         limits_text as limits_text,
+        orphan_json as orphan_json,
+        orphan_summaries as orphan_summaries,
         parse_arguments as parse_arguments,
         pause_queue as pause_queue,
         queue_json as queue_json,

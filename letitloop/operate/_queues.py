@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any, NamedTuple
 
-from letitloop.errors import ConfigError
+from letitloop.errors import ConfigError, LetItLoopError
 from letitloop.journal import Journal, QueueInfo, QueueItem, WorkerInfo
 from letitloop.operate._actions import Outcome
 from letitloop.operate._format import ago, duration
@@ -151,6 +151,59 @@ def item_json(i: QueueItem) -> dict[str, Any]:
         "claims": i.claims,
         "finished": i.finished,
         "outcome": i.outcome,
+    }
+
+
+class OrphanSummary(NamedTuple):
+    """A run whose process died and that no worker takes over (it was not declared
+    recoverable): what it is, how long it has waited, and the command that resumes it."""
+
+    run_id: str
+    workflow: str
+    steps_done: int
+    idle: float  # seconds since its last record
+    resumable: bool  # by name, in a fresh process (``resume_refusal``)
+    command: str  # ``lil runs resume ID``, or what to do instead
+
+
+def orphan_summaries(journal: Journal, limit: int = 20) -> list[OrphanSummary]:
+    """Interrupted top-level runs that no queue item will hand to a worker, newest first."""
+    from letitloop.kernel import resume_refusal
+
+    recovering = {
+        i.run_id for state in ("queued", "claimed", "held")
+        for i in journal.queue_items(state=state, limit=10_000)
+    }  # fmt: skip
+    now = time.time()
+    out: list[OrphanSummary] = []
+    for info in journal.list_runs(status="interrupted", limit=limit * 2):
+        if info.parent is not None or info.run_id in recovering or len(out) >= limit:
+            continue
+        try:
+            refusal = resume_refusal(journal.get_run(info.run_id))
+        except LetItLoopError as exc:
+            refusal = exc
+        command = f"lil runs resume {info.run_id}"
+        if refusal is not None:
+            command = refusal.fix or refusal.message
+        idle = max(0.0, now - info.updated)
+        out.append(
+            OrphanSummary(
+                info.run_id, info.workflow, info.steps_done, idle, refusal is None, command
+            )
+        )
+    return out
+
+
+def orphan_json(o: OrphanSummary) -> dict[str, Any]:
+    return {
+        "run_id": o.run_id,
+        "workflow": o.workflow,
+        "steps_done": o.steps_done,
+        "idle": round(o.idle, 3),
+        "idle_shown": duration(o.idle),
+        "resumable": o.resumable,
+        "command": o.command,
     }
 
 

@@ -171,3 +171,61 @@ def test_bad_specs_are_refused_plainly(backend: Any) -> None:
     with pytest.raises(ConfigError, match="a queue's name"):
         j.enqueue(QueueSpec("bad\nname"), item("a"))
     assert j.queue_items() == []
+
+
+def _hold(j: Any, run: str, spec: QueueSpec, declare: bool = False) -> None:
+    """What a recoverable call does: lease the run, then hold its item (kernel._recover)."""
+    j.open_run(run_id=run, workflow="wf", key=run, lease=True)
+    j.hold(spec, item(run, spec.name)._replace(state="held"), declare=declare)
+
+
+def _claim_within(j: Any, w: WorkerInfo, seconds: float) -> list[QueueItem]:
+    deadline = time.monotonic() + seconds
+    taken: list[QueueItem] = j.claim(w, 5)
+    while not taken and time.monotonic() < deadline:
+        time.sleep(0.05)
+        taken = j.claim(w, 5)
+    return taken
+
+
+def test_a_held_run_is_taken_over_only_once_its_process_is_gone(backend: Any) -> None:
+    a, b = backend(), backend()
+    _hold(a, "wf:h", QueueSpec("q"))
+    assert b.claim(worker("w"), 5) == []  # its process holds it: no worker takes it
+    [info] = b.queues()
+    assert (info.queued, info.claimed, info.held) == (0, 0, 1)
+    held = b.queue_item("wf:h")
+    assert held.state == "held" and held.claims == 1 and held.claimed_by is not None
+    a.close()  # the process is gone (its connections closed, its lease with them)
+    [taken] = _claim_within(b, worker("w"), 15)
+    assert (taken.run_id, taken.state, taken.claims) == ("wf:h", "claimed", 2)
+
+
+def test_a_held_run_its_process_ends_is_finished_with_its_outcome(backend: Any) -> None:
+    a, b = backend(), backend()
+    _hold(a, "wf:done", QueueSpec("q"))
+    a.unhold("wf:done", "completed")
+    done = b.queue_item("wf:done")
+    assert (done.state, done.outcome) == ("finished", "completed")
+    a.close()
+    time.sleep(0.3)
+    assert b.claim(worker("w"), 5) == []  # finished: nothing to take over
+
+
+def test_a_held_run_keeps_its_queues_limits_unless_declared(backend: Any) -> None:
+    a = backend()
+    a.enqueue(QueueSpec("q", concurrency=3), item("first"))
+    _hold(a, "wf:1", QueueSpec("q"))  # a name alone: the queue keeps its limits
+    assert {q.spec.name: q.spec.concurrency for q in a.queues()} == {"q": 3}
+    _hold(a, "wf:2", QueueSpec("q", concurrency=5), declare=True)  # recover=Queue(...)
+    assert {q.spec.name: q.spec.concurrency for q in a.queues()} == {"q": 5}
+    _hold(a, "wf:3", QueueSpec("fresh"))  # a missing queue is created
+    assert "fresh" in {q.spec.name for q in a.queues()}
+
+
+def test_a_run_taken_back_by_its_caller_is_held_again(backend: Any) -> None:
+    a, b = backend(), backend()
+    a.enqueue(QueueSpec("q"), item("wf:back"))  # e.g. an orphan waiting for a worker
+    _hold(b, "wf:back", QueueSpec("q"))  # its caller called it again first
+    assert a.claim(worker("w"), 5) == []
+    assert a.queue_item("wf:back").state == "held"

@@ -155,12 +155,14 @@ class Fleet:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
 
-    def start(self, concurrency: int = 2, grace: float = 30.0) -> subprocess.Popen[bytes]:
+    def start(
+        self, concurrency: int = 2, grace: float = 30.0, queue: str = "chaos"
+    ) -> subprocess.Popen[bytes]:
         log = self.workdir / f"worker-{len(self.logs)}.log"
         self.logs.append(log)
         with open(log, "wb") as f:
             proc = subprocess.Popen(
-                [LIL, "worker", "--queue", "chaos", "--concurrency", str(concurrency)]
+                [LIL, "worker", "--queue", queue, "--concurrency", str(concurrency)]
                 + ["--grace", str(grace)],
                 cwd=self.workdir,
                 env=self.env,

@@ -227,6 +227,7 @@ _CORPUS: list[dict[str, Any]] = [
     {"op": "quarantine", "action": None, "lsn": None},
     {"op": "limit", "act": "take", "name": "fuzz", "rpm": 60, "tpm": None, "tokens": 1},
     {"op": "capacity"},
+    {"op": "board", "run": "fuzz:1", "key": "k", "history": True},
     {"op": "notices", "state": None, "limit": 3},
     {"op": "notice_retry", "key": "k"},
     {
@@ -243,6 +244,15 @@ _CORPUS: list[dict[str, Any]] = [
     {"op": "queue", "act": "workers"},
     {"op": "queue", "act": "pause", "name": "fuzzq", "paused": False},
     {"op": "board", "run": "wf:fuzz", "key": "plan", "history": True},
+    {
+        "op": "queue",
+        "act": "hold",
+        "spec": ["fuzzq", None, None, None, 60.0, False],
+        "item": ["fuzz:h", "fuzzq", "fuzz", "h", 0, "held", 1.0, None, None, 0, None, None]
+        + ["mod:fn|hmac=00", ["json", b"[[], {}]"]],
+        "declare": False,
+    },
+    {"op": "queue", "act": "unhold", "run": "fuzz:h", "outcome": "completed"},
 ]
 _VALUES: list[Any] = [None, True, -1, 0, 2**63, 2**64 - 1, 1.5, float("nan"), "", "x" * 300, b"\0"]
 _VALUES += [[], [1, "a"], {}, {"k": "step"}, {"op": "stop"}]

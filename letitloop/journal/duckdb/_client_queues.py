@@ -27,9 +27,16 @@ def _queues() -> ModuleType:
     return _queues
 
 
+def _wire() -> ModuleType:
+    """``journal._queue_wire``, imported by the first queue call, as ``_queues``."""
+    from letitloop.journal import _queue_wire
+
+    return _queue_wire
+
+
 def _items(rows: list[list[Any]]) -> list[QueueItem]:
     rows = [[*r[:-1], *(r[-1] if r[-1] is not None else (None, None))] for r in rows]
-    items: list[QueueItem] = _queues().items_of(rows)
+    items: list[QueueItem] = _wire().items_of(rows)
     return items
 
 
@@ -43,21 +50,29 @@ class OwnerQueues:
         return self._call({"op": "queue", "act": act, **fields})  # type: ignore[no-any-return]
 
     def enqueue(self, spec: QueueSpec, item: QueueItem) -> bool:
-        q = _queues()
-        q.check_spec(spec)  # a bad spec is the caller's ConfigError, said before anything is sent
-        return bool(self._q("enqueue", spec=q.to_wire(spec), item=q.to_wire(item))["new"])
+        _queues().check_spec(spec)  # a bad spec is the caller's ConfigError, said before sending
+        w = _wire()
+        return bool(self._q("enqueue", spec=w.to_wire(spec), item=w.to_wire(item))["new"])
 
     def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
-        return _items(self._q("claim", worker=_queues().to_wire(worker), n=n)["items"])
+        return _items(self._q("claim", worker=_wire().to_wire(worker), n=n)["items"])
 
     def beat_worker(self, worker: WorkerInfo) -> list[str]:
-        return list(self._q("beat", worker=_queues().to_wire(worker))["lost"])
+        return list(self._q("beat", worker=_wire().to_wire(worker))["lost"])
 
     def finish_item(self, worker: str, run_id: str, outcome: str) -> bool:
         return bool(self._q("finish", wid=worker, run=run_id, outcome=outcome)["done"])
 
     def leave_worker(self, worker: str) -> None:
         self._q("leave", wid=worker)
+
+    def hold(self, spec: QueueSpec, item: QueueItem, *, declare: bool = False) -> None:
+        _queues().check_spec(spec)
+        w = _wire()
+        self._q("hold", spec=w.to_wire(spec), item=w.to_wire(item), declare=declare)
+
+    def unhold(self, run_id: str, outcome: str) -> None:
+        self._q("unhold", run=run_id, outcome=outcome)
 
     def pause_queue(self, name: str, paused: bool) -> None:
         self._q("pause", name=name, paused=paused)

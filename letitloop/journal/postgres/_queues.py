@@ -7,6 +7,11 @@ wait for each other's rows): queued ones, and those held by a worker whose heart
 than its TTL. An enqueue wakes idle workers with ``NOTIFY`` from a thread of its own (never
 inside the writing transaction), and an idle worker waits on ``LISTEN``, so a claim follows an
 enqueue in milliseconds; the wait is bounded, so a lost notification costs one idle period.
+
+A recoverable run's item is *held* by the session of the process that executes it (the run
+lease's holder). A claim first puts back in the queue the held items whose run lease that
+session no longer holds alive (``LEASE_ALIVE``: its advisory lock went with a killed process's
+connection, or its heartbeat is older than the TTL), then claims as above.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from letitloop.errors import JournalError
+from letitloop.journal._queue_wire import items_of
 from letitloop.journal._queues import (
     OUTCOMES,
     QueueInfo,
@@ -24,7 +30,6 @@ from letitloop.journal._queues import (
     WorkerInfo,
     bounded_ttl,
     check_spec,
-    items_of,
 )
 
 MIGRATION = """
@@ -50,6 +55,21 @@ _ITEM_COLS = (
     "i.claimed_at, i.claims, i.finished, i.outcome, i.entry, i.args_codec, i.args"
 )
 _LIVE = "w.beat > {now} - w.ttl"
+# held items whose holder no longer holds its run's lease alive (see _reads.LEASE_ALIVE; the
+# advisory locks are read once, not once per item)
+_ORPHANED_HOLDS = (
+    "WITH live AS MATERIALIZED (SELECT l.classid, l.objid FROM pg_locks l WHERE "
+    "l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.database = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())), "
+    "gone AS (SELECT i.run_id FROM lil_queue_items i LEFT JOIN runs r ON r.run_id = i.run_id "
+    "WHERE i.state = 'held' AND (%(q)s::text[] IS NULL OR i.queue = ANY(%(q)s)) AND NOT "
+    "coalesce(r.holder = i.claimed_by AND r.heartbeat > now() - make_interval(secs => %(ttl)s) "
+    "AND EXISTS (SELECT 1 FROM live WHERE live.classid = (hashtext(r.run_id)::bigint & "
+    "4294967295)::oid AND live.objid = (r.lease_token & 4294967295)::oid), false) "
+    "FOR UPDATE OF i SKIP LOCKED) "
+    "UPDATE lil_queue_items i SET state = 'queued', claimed_by = NULL, claimed_at = NULL "
+    "FROM gone WHERE i.run_id = gone.run_id"
+)
 
 
 class Waker:
@@ -87,6 +107,8 @@ class PgQueues:
     """The ``QueueJournal`` role of ``PgJournal``."""
 
     where: Any
+    session: str
+    ttl: float
     _waker: Waker | None = None
     _listener: Any = None
 
@@ -130,6 +152,7 @@ class PgQueues:
                 now = _beat(conn, worker)
                 if worker.state == "draining" or n <= 0:
                     return []
+                conn.execute(_ORPHANED_HOLDS, {"q": list(worker.queues) or None, "ttl": self.ttl})
                 return _claim(conn, worker, min(n, 1000), now)
 
         return list(self._run(go))
@@ -162,7 +185,7 @@ class PgQueues:
         else:
             sql = (
                 f"UPDATE lil_queue_items SET state = 'finished', finished = {_NOW}, outcome = %s "
-                "WHERE run_id = %s AND state = 'claimed' AND claimed_by = %s"
+                "WHERE run_id = %s AND state IN ('claimed', 'held') AND claimed_by = %s"
             )
             params = [outcome, run_id, worker]
         done = bool(self._run(lambda conn: conn.execute(sql, params).rowcount))
@@ -183,6 +206,32 @@ class PgQueues:
         self._run(go)
         if self._waker is not None:
             self._waker.wanted.set()
+
+    def hold(self, spec: QueueSpec, item: QueueItem, *, declare: bool = False) -> None:
+        check_spec(spec)
+        args = item.args or (None, None)
+
+        def go(conn: Any) -> None:
+            with conn.transaction():
+                _declare(conn, spec, replace=declare)
+                conn.execute(
+                    "INSERT INTO lil_queue_items AS i (run_id, queue, workflow, run_key, priority, "
+                    "state, enqueued, claimed_by, claimed_at, claims, entry, args_codec, args) "
+                    f"VALUES (%s, %s, %s, %s, %s, 'held', {_NOW}, %s, {_NOW}, 1, %s, %s, %s) "
+                    "ON CONFLICT (run_id) DO UPDATE SET state = 'held', queue = excluded.queue, "
+                    "claimed_by = excluded.claimed_by, claimed_at = excluded.claimed_at, "
+                    "claims = i.claims + 1, finished = NULL, outcome = NULL, entry = "
+                    "excluded.entry, args_codec = excluded.args_codec, args = excluded.args, "
+                    "enqueued = CASE WHEN i.state = 'finished' THEN excluded.enqueued ELSE "
+                    "i.enqueued END",
+                    [item.run_id, spec.name, item.workflow, item.key, item.priority, self.session]
+                    + [item.entry, args[0], args[1]],
+                )
+
+        self._run(go)
+
+    def unhold(self, run_id: str, outcome: str) -> None:
+        self.finish_item(self.session, run_id, outcome)
 
     def pause_queue(self, name: str, paused: bool) -> None:
         def go(conn: Any) -> int:
@@ -206,7 +255,8 @@ class PgQueues:
                 "q.paused, count(*) FILTER (WHERE i.state = 'queued'), "
                 "count(*) FILTER (WHERE i.state = 'claimed'), "
                 "count(*) FILTER (WHERE i.state = 'finished'), "
-                "min(i.enqueued) FILTER (WHERE i.state = 'queued') "
+                "min(i.enqueued) FILTER (WHERE i.state = 'queued'), "
+                "count(*) FILTER (WHERE i.state = 'held') "
                 "FROM lil_queues q LEFT JOIN lil_queue_items i ON i.queue = q.name "
                 "GROUP BY q.name ORDER BY q.name"
             ).fetchall()
@@ -222,7 +272,8 @@ class PgQueues:
                 conn.execute(
                     f"SELECT {_ITEM_COLS} FROM lil_queue_items i WHERE (%s::text IS NULL OR "
                     "i.queue = %s) AND (%s::text IS NULL OR i.state = %s) ORDER BY "
-                    "CASE i.state WHEN 'claimed' THEN 0 WHEN 'queued' THEN 1 ELSE 2 END, "
+                    "CASE i.state WHEN 'claimed' THEN 0 WHEN 'held' THEN 1 WHEN 'queued' THEN 2 "
+                    "ELSE 3 END, "
                     "i.enqueued LIMIT %s",
                     [queue, queue, state, state, max(0, min(limit, 10_000))],
                 ).fetchall()
@@ -276,7 +327,15 @@ class PgQueues:
                 pass
 
 
-def _declare(conn: Any, spec: QueueSpec) -> None:
+def _declare(conn: Any, spec: QueueSpec, replace: bool = True) -> None:
+    """Create the queue; with ``replace``, its limits become the spec's (the latest wins)."""
+    if not replace:
+        conn.execute(
+            "INSERT INTO lil_queues (name, concurrency, per_worker, limit_n, period, priority) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
+            list(spec),
+        )
+        return
     conn.execute(
         "INSERT INTO lil_queues (name, concurrency, per_worker, limit_n, period, priority) "
         "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET "
@@ -346,6 +405,7 @@ def _claim(conn: Any, worker: WorkerInfo, n: int, now: float) -> list[QueueItem]
         rows = conn.execute(
             f"WITH picked AS (SELECT i.run_id FROM lil_queue_items i LEFT JOIN lil_workers w ON "
             f"w.worker = i.claimed_by WHERE i.queue = %s AND i.state <> 'finished' AND "
+            f"i.state <> 'held' AND "
             f"(i.state = 'queued' OR w.worker IS NULL OR NOT ({_LIVE.format(now='%s')})) "
             f"ORDER BY {order}i.enqueued, i.run_id LIMIT %s FOR UPDATE OF i SKIP LOCKED) "
             "UPDATE lil_queue_items i SET state = 'claimed', claimed_by = %s, claimed_at = %s, "

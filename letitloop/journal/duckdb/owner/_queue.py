@@ -6,6 +6,9 @@ the client only after the commit, so an acknowledged enqueue, claim or finish is
 board is loaded from DuckDB by the first queue request. A worker's claims go back to the queue
 the moment its process's connections close, and when it misses its heartbeat TTL (a frozen
 worker): then its run leases are revoked too, so its next write is refused (``LeaseLostError``).
+A recoverable run's item is held by its caller's session (``hold``) and goes back to the queue
+the moment that process's connections close, or, after an owner restart, once the owner finds
+its process gone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from letitloop.journal._queues import QueueBoard, QueueSpec
 
 LAPSE_CHECK = 0.2  # seconds between looks for workers past their TTL
+HOLD_CHECK = 2.0  # ... and for held runs whose process died while no owner was running
 _ITEM_COLS = (
     "run_id, queue, workflow, run_key, priority, state, enqueued, claimed_by, claimed_at, "
     "claims, finished, outcome, entry, args_codec, args"
@@ -50,14 +54,8 @@ class QueueOps(OwnerBase):
 
     def _queue_request(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> None:
         # imported by the first queue request: an owner that serves no queue never loads them
-        from letitloop.journal._queues import (
-            OUTCOMES,
-            QueueBoard,
-            item_from,
-            spec_from,
-            to_wire,
-            worker_from,
-        )
+        from letitloop.journal._queue_wire import item_from, spec_from, to_wire, worker_from
+        from letitloop.journal._queues import OUTCOMES, QueueBoard
 
         if not getattr(self, "board_ready", False):
             if not hasattr(self, "board_parked"):
@@ -82,6 +80,8 @@ class QueueOps(OwnerBase):
             if outcome not in OUTCOMES:
                 raise BadRequest(f"request 'queue': outcome must be one of {sorted(OUTCOMES)}")
             reply["done"] = board.finish(_text(req, "wid"), _text(req, "run"), outcome, now)
+        elif act in ("hold", "unhold"):
+            self._hold_request(conn, req, now)
         elif act == "leave":
             board.leave(_text(req, "wid"))
         elif act == "pause":
@@ -93,13 +93,28 @@ class QueueOps(OwnerBase):
             rows = board.list_items(req.get("queue"), req.get("state"), limit)
             reply["items"] = [to_wire(i) for i in rows]
         elif act == "item":
-            item = board.items.get(_text(req, "run"))
-            reply["item"] = to_wire(item) if item is not None else None
+            found = board.items.get(_text(req, "run"))
+            reply["item"] = to_wire(found) if found is not None else None
         elif act == "workers":
             reply["workers"] = [to_wire(w) for w in board.worker_infos(now)]
         else:
             raise BadRequest(f"request 'queue': unknown act {act!r}"[:200])
         self._queue_persist(conn, req, reply, replies)
+
+    def _hold_request(self, conn: Conn, req: dict[str, Any], now: float) -> None:
+        """A recoverable run's process holds its item (or is done with it) in its session."""
+        from letitloop.journal._queue_wire import item_from, spec_from
+        from letitloop.journal._queues import OUTCOMES
+        if conn.session is None:
+            raise BadRequest("request 'queue': hold and unhold need a session (say hello first)")
+        if req["act"] == "hold":
+            spec, declare = spec_from(req.get("spec")), bool(req.get("declare"))
+            self.board.hold(spec, item_from(req.get("item")), conn.session, now, declare)
+            return
+        outcome = req.get("outcome")
+        if outcome not in OUTCOMES or outcome == "released":
+            raise BadRequest(f"request 'queue': outcome must be one of {sorted(OUTCOMES)}")
+        self.board.finish(conn.session, _text(req, "run"), outcome, now)
 
     def _queue_persist(
         self, conn: Conn | None, req: dict[str, Any] | None, reply: dict[str, Any], replies: Any
@@ -134,6 +149,9 @@ class QueueOps(OwnerBase):
             return
         self.lapse_checked = now
         changed = False
+        if now - getattr(self, "holds_checked", 0.0) > HOLD_CHECK:
+            self.holds_checked = now
+            changed = bool(self.board.orphaned_holds(set(self.sessions)))
         for _worker, session, _runs in self.board.newly_lapsed(time.time()):
             changed = True
             if session is None:
@@ -169,7 +187,8 @@ def _text(req: dict[str, Any], name: str) -> str:
 
 
 def _load(db: Any) -> tuple[list[tuple[QueueSpec, bool]], list[Any]]:
-    from letitloop.journal._queues import QueueSpec, items_of
+    from letitloop.journal._queue_wire import items_of
+    from letitloop.journal._queues import QueueSpec
 
     queues = [
         (QueueSpec(r[0], r[1], r[2], r[3], r[4], r[5]), bool(r[6]))

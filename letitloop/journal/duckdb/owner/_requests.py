@@ -101,7 +101,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     },
     "capacity": {},
     "queue": {  # journal._queues checks what the lists hold (item_from, worker_from, spec_from)
-        "act": ((_S,), True),  # enqueue claim beat finish leave pause queues items item workers
+        "act": ((_S,), True),  # enqueue claim beat finish leave hold unhold pause queues items ...
         "spec": ((list,), False),
         "item": ((list,), False),
         "worker": ((list,), False),
@@ -111,6 +111,7 @@ SHAPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "outcome": ((_S,), False),
         "name": ((_S,), False),
         "paused": ((_B,), False),
+        "declare": ((_B,), False),  # hold: the spec's limits replace the queue's
         "queue": (_OPT_S, False),
         "state": (_OPT_S, False),
         "limit": ((_I,), False),
