@@ -41,6 +41,10 @@ class DbThread(OwnerBase):
                     job: tuple[Any, ...] | None = self.jobs.get(timeout=wait)
                 except queue.Empty:
                     job = None
+                if job is not None and job is not _TICK and job[0] == "qsave":
+                    job = self._queue_saves(job)  # no fold first: queue rows read no records
+                    if job is None:
+                        continue
                 if (job is not None and job is not _TICK) or self._fold_due():
                     self._fold()
                 if job is None or job is _TICK:

@@ -13,6 +13,7 @@ its process gone.
 
 from __future__ import annotations
 
+import queue
 import time
 
 from letitloop.journal.duckdb.owner._base import OwnerBase
@@ -170,13 +171,36 @@ class QueueOps(OwnerBase):
             self.inbox.append(("qloaded", _load(self.store.db)))
             self.wake_w.send(b"x")
             return
-        _, conn, req, reply, items, queues = job
+        self._queue_saves(job, more=False)
+
+    def _queue_saves(self, job: tuple[Any, ...], more: bool = True) -> tuple[Any, ...] | None:
+        """Save ``job`` and the queue saves queued behind it in one DuckDB commit (a group
+        commit: a busy fleet's claims and finishes share it), then answer each. Returns the
+        next job that is not a save, taken from the queue (or None)."""
+        batch, after = [job], None
+        while more:
+            try:
+                after = self.jobs.get_nowait()
+            except queue.Empty:
+                after = None
+                break
+            if not (isinstance(after, tuple) and after and after[0] == "qsave"):
+                break
+            batch.append(after)
+        items: dict[str, Any] = {}
+        queues: dict[str, tuple[QueueSpec, bool]] = {}
+        for _, _, _, _, its, qs in batch:  # the newest state of each row wins
+            items.update((i.run_id, i) for i in its)
+            queues.update((q[0].name, q) for q in qs)
+        failure: Exception | None = None
         try:
-            _save(self.store.db, items, queues)
-        except Exception as exc:  # the client learns the change may not have been kept
-            reply = error_reply(exc)
-        if conn is not None:
-            self._send(conn, reply_to(req, reply))
+            _save(self.store.db, list(items.values()), list(queues.values()))
+        except Exception as exc:  # the clients learn the change may not have been kept
+            failure = exc
+        for _, conn, req, reply, _, _ in batch:
+            if conn is not None:
+                self._send(conn, reply_to(req, error_reply(failure) if failure else reply))
+        return after
 
 
 def _text(req: dict[str, Any], name: str) -> str:
