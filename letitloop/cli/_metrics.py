@@ -56,20 +56,32 @@ def _registry(journal: Journal) -> Any:
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: all)."
 )
-@click.option("--once", is_flag=True, help="Print the metrics once and exit.")
+@click.option("--once", is_flag=True, help="Print (or push) the metrics once and exit.")
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="Push them with OpenTelemetry (OTEL_METRICS_EXPORTER, OTEL_METRIC_EXPORT_INTERVAL).",
+)
 @journal_option
-def metrics_cmd(port: int, host: str, once: bool) -> None:
-    """Serve the journal's metrics for Prometheus at http://HOST:PORT/metrics.
+def metrics_cmd(port: int, host: str, once: bool, otel: bool) -> None:
+    """Serve the journal's metrics for Prometheus at http://HOST:PORT/metrics, or push them.
 
     Runs by state, step latency histograms, retries, dead letters, approvals waiting, cost and
     tokens by model, rate-limit waits, queue depth and age, workers and heartbeats, the owner's
-    fold lag. Labels never carry a run id.
+    fold lag. Labels never carry a run id. With --otel, the same families go out through the
+    OpenTelemetry SDK (the process's, else one from OpenTelemetry's environment variables).
 
     \b
     Example:
         lil metrics --port 9464
         lil metrics --once
+        OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 lil metrics --otel
     """
+    if otel:
+        from letitloop.cli._metrics_otel import push
+
+        push(open_cli_journal(), once)
+        return
     registry = _registry(open_cli_journal())
     from prometheus_client import generate_latest, start_http_server
 
