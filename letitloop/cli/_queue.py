@@ -15,14 +15,13 @@ from letitloop.operate import (
     duration as fmt_duration,
     enqueue_by_name,
     find_queue,
+    fleet_json,
     item_json,
-    orphan_json,
     orphan_summaries,
     parse_arguments,
     pause_queue,
     queue_json,
     queue_summaries,
-    worker_json,
     worker_summaries,
 )
 
@@ -45,17 +44,11 @@ def list_cmd(as_json: bool) -> None:
         lil queue list --json
     """
     journal = open_cli_journal()
+    if as_json:
+        out.emit_json(fleet_json(journal))
+        return
     queues, workers = queue_summaries(journal), worker_summaries(journal)
     orphans = orphan_summaries(journal)
-    if as_json:
-        out.emit_json(
-            {
-                "queues": [queue_json(q) for q in queues],
-                "workers": [worker_json(w) for w in workers],
-                "orphans": [orphan_json(o) for o in orphans],
-            }
-        )
-        return
     if not queues:
         out.say("no queue in this journal yet: Queue(name).enqueue(...) or `lil enqueue` makes one")
     else:

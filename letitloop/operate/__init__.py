@@ -23,7 +23,8 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
     queues      QueueSummary, WorkerSummary, queue_summaries, worker_summaries, find_queue,
                 queue_json, worker_json, item_json, holders, pause_queue, enqueue_by_name,
-                parse_arguments, limits_text; OrphanSummary, orphan_summaries, orphan_json
+                parse_arguments, limits_text; OrphanSummary, orphan_summaries, orphan_json,
+                fleet_json
     metrics     Family, collect, BUCKETS (what `lil metrics` exports)
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
@@ -132,6 +133,7 @@ _EXPORTS = {
             "OrphanSummary",
             "orphan_summaries",
             "orphan_json",
+            "fleet_json",
         ),
         "letitloop.operate._queues",
     ),
@@ -286,6 +288,7 @@ if TYPE_CHECKING:
         WorkerSummary as WorkerSummary,
         enqueue_by_name as enqueue_by_name,
         find_queue as find_queue,
+        fleet_json as fleet_json,
         holders as holders,
         item_json as item_json,
         limits_text as limits_text,

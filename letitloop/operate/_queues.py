@@ -111,6 +111,7 @@ def queue_json(q: QueueSummary) -> dict[str, Any]:
         "paused": q.paused,
         "queued": q.queued,
         "running": q.running,
+        "held": q.info.held,
         "finished": q.finished,
         "oldest_age": q.oldest_age,
         "oldest_shown": duration(q.oldest_age) if q.oldest_age is not None else None,
@@ -204,6 +205,16 @@ def orphan_json(o: OrphanSummary) -> dict[str, Any]:
         "idle_shown": duration(o.idle),
         "resumable": o.resumable,
         "command": o.command,
+    }
+
+
+def fleet_json(journal: Journal) -> dict[str, Any]:
+    """Queues, workers (with the runs each holds) and orphans: what every surface's queues view
+    shows (``lil queue list --json``, the lab, ``lil mcp``)."""
+    return {
+        "queues": [queue_json(q) for q in queue_summaries(journal)],
+        "workers": [worker_json(w) for w in worker_summaries(journal)],
+        "orphans": [orphan_json(o) for o in orphan_summaries(journal)],
     }
 
 

@@ -152,9 +152,6 @@ class OwnerBase:
     def _queue_db_job(self, job: tuple[Any, ...]) -> None:
         raise NotImplementedError  # _queue
 
-    def _queue_saves(self, job: tuple[Any, ...], more: bool = True) -> tuple[Any, ...] | None:
-        raise NotImplementedError  # _queue
-
     def _needs_db(self, conn: Conn, op: Any, req: dict[str, Any]) -> bool:
         raise NotImplementedError  # _start
 

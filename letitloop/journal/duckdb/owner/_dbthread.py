@@ -41,10 +41,6 @@ class DbThread(OwnerBase):
                     job: tuple[Any, ...] | None = self.jobs.get(timeout=wait)
                 except queue.Empty:
                     job = None
-                if job is not None and job is not _TICK and job[0] == "qsave":
-                    job = self._queue_saves(job)  # no fold first: queue rows read no records
-                    if job is None:
-                        continue
                 if (job is not None and job is not _TICK) or self._fold_due():
                     self._fold()
                 if job is None or job is _TICK:
@@ -92,7 +88,7 @@ class DbThread(OwnerBase):
             self.inbox.append(("loaded", job[1], data))
             self.wake_w.send(b"x")
             return
-        if job[0] in ("qload", "qsave"):
+        if job[0] == "qload":
             self._queue_db_job(job)
             return
         _, conn, req, held = job

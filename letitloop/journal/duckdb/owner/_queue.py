@@ -1,8 +1,9 @@
 """The owner is the queue on one machine: queued runs, claims and workers (``journal._queues``).
 
 The event loop holds the ``QueueBoard`` and makes every decision in memory; what a request
-changed is written to DuckDB (``queues``, ``queue_items``) by the database thread, which answers
-the client only after the commit, so an acknowledged enqueue, claim or finish is durable. The
+changed is written to DuckDB (``queues``, ``queue_items``) by the queue-save thread
+(``_queue_saver``), which answers the client only after the commit, so an acknowledged enqueue,
+claim or finish is durable. The
 board is loaded from DuckDB by the first queue request. A worker's claims go back to the queue
 the moment its process's connections close, and when it misses its heartbeat TTL (a frozen
 worker): then its run leases are revoked too, so its next write is refused (``LeaseLostError``).
@@ -13,25 +14,21 @@ its process gone.
 
 from __future__ import annotations
 
-import queue
 import time
 
 from letitloop.journal.duckdb.owner._base import OwnerBase
-from letitloop.journal.duckdb.owner._conn import Conn, error_reply, reply_to
+from letitloop.journal.duckdb.owner._conn import Conn, reply_to
+from letitloop.journal.duckdb.owner._queue_saver import QueueSaver, load
 from letitloop.journal.duckdb.owner._requests import BadRequest
 
 TYPE_CHECKING = False  # importing typing costs several ms: only for the type checker
 if TYPE_CHECKING:
     from typing import Any
 
-    from letitloop.journal._queues import QueueBoard, QueueSpec
+    from letitloop.journal._queues import QueueBoard
 
 LAPSE_CHECK = 0.2  # seconds between looks for workers past their TTL
 HOLD_CHECK = 2.0  # ... and for held runs whose process died while no owner was running
-_ITEM_COLS = (
-    "run_id, queue, workflow, run_key, priority, state, enqueued, claimed_by, claimed_at, "
-    "claims, finished, outcome, entry, args_codec, args"
-)
 TABLES = """
 CREATE TABLE IF NOT EXISTS queues(
   name VARCHAR PRIMARY KEY, concurrency INTEGER, per_worker INTEGER, limit_n INTEGER,
@@ -42,13 +39,13 @@ CREATE TABLE IF NOT EXISTS queue_items(
   enqueued DOUBLE NOT NULL, claimed_by VARCHAR, claimed_at DOUBLE, claims INTEGER NOT NULL,
   finished DOUBLE, outcome VARCHAR, entry VARCHAR, args_codec VARCHAR, args BLOB);
 """
-KEEP_LOADED = 10_000  # finished items loaded at start (status and dedup of recent runs)
 
 
 class QueueOps(OwnerBase):
     """The ``queue`` request and the board's upkeep (sessions gone, workers lapsed)."""
 
     board: QueueBoard
+    saver: QueueSaver
     board_ready: bool
     board_parked: list[tuple[Conn, dict[str, Any]]]
     lapse_checked: float
@@ -106,6 +103,7 @@ class QueueOps(OwnerBase):
         """A recoverable run's process holds its item (or is done with it) in its session."""
         from letitloop.journal._queue_wire import item_from, spec_from
         from letitloop.journal._queues import OUTCOMES
+
         if conn.session is None:
             raise BadRequest("request 'queue': hold and unhold need a session (say hello first)")
         if req["act"] == "hold":
@@ -120,10 +118,10 @@ class QueueOps(OwnerBase):
     def _queue_persist(
         self, conn: Conn | None, req: dict[str, Any] | None, reply: dict[str, Any], replies: Any
     ) -> None:
-        """Reply now if nothing changed, else after the database thread committed the change."""
+        """Reply now if nothing changed, else once the saver committed the change."""
         items, queues = self.board.take_dirty()
         if items or queues:
-            self.jobs.put(("qsave", conn, req, reply, items, queues))
+            self.saver.put((conn, req, reply, items, queues))
         elif conn is not None and req is not None:
             replies.append((conn, reply_to(req, reply)))
 
@@ -166,41 +164,12 @@ class QueueOps(OwnerBase):
     # -- the database thread ---------------------------------------------------------------
 
     def _queue_db_job(self, job: tuple[Any, ...]) -> None:
-        if job[0] == "qload":
-            self.store.db.execute(TABLES)
-            self.inbox.append(("qloaded", _load(self.store.db)))
-            self.wake_w.send(b"x")
-            return
-        self._queue_saves(job, more=False)
-
-    def _queue_saves(self, job: tuple[Any, ...], more: bool = True) -> tuple[Any, ...] | None:
-        """Save ``job`` and the queue saves queued behind it in one DuckDB commit (a group
-        commit: a busy fleet's claims and finishes share it), then answer each. Returns the
-        next job that is not a save, taken from the queue (or None)."""
-        batch, after = [job], None
-        while more:
-            try:
-                after = self.jobs.get_nowait()
-            except queue.Empty:
-                after = None
-                break
-            if not (isinstance(after, tuple) and after and after[0] == "qsave"):
-                break
-            batch.append(after)
-        items: dict[str, Any] = {}
-        queues: dict[str, tuple[QueueSpec, bool]] = {}
-        for _, _, _, _, its, qs in batch:  # the newest state of each row wins
-            items.update((i.run_id, i) for i in its)
-            queues.update((q[0].name, q) for q in qs)
-        failure: Exception | None = None
-        try:
-            _save(self.store.db, list(items.values()), list(queues.values()))
-        except Exception as exc:  # the clients learn the change may not have been kept
-            failure = exc
-        for _, conn, req, reply, _, _ in batch:
-            if conn is not None:
-                self._send(conn, reply_to(req, error_reply(failure) if failure else reply))
-        return after
+        """Database thread: create the tables, load the board's rows, start the saver."""
+        self.store.db.execute(TABLES)
+        data = load(self.store.db)
+        self.saver = QueueSaver(self.store.db.cursor(), self._send, self.wake_w)
+        self.inbox.append(("qloaded", data))
+        self.wake_w.send(b"x")
 
 
 def _text(req: dict[str, Any], name: str) -> str:
@@ -208,47 +177,3 @@ def _text(req: dict[str, Any], name: str) -> str:
     if not isinstance(value, str):
         raise BadRequest(f"request 'queue': field {name!r} must be text")
     return value
-
-
-def _load(db: Any) -> tuple[list[tuple[QueueSpec, bool]], list[Any]]:
-    from letitloop.journal._queue_wire import items_of
-    from letitloop.journal._queues import QueueSpec
-
-    queues = [
-        (QueueSpec(r[0], r[1], r[2], r[3], r[4], r[5]), bool(r[6]))
-        for r in db.execute(
-            "SELECT name, concurrency, per_worker, limit_n, period, priority, paused FROM queues"
-        ).fetchall()
-    ]
-    open_rows = db.execute(
-        f"SELECT {_ITEM_COLS} FROM queue_items WHERE state <> 'finished'"
-    ).fetchall()
-    done_rows = db.execute(
-        f"SELECT {_ITEM_COLS} FROM queue_items WHERE state = 'finished' "
-        "ORDER BY finished DESC LIMIT ?",
-        [KEEP_LOADED],
-    ).fetchall()
-    return queues, items_of(list(reversed(done_rows)) + open_rows)
-
-
-def _save(db: Any, items: list[Any], queues: list[tuple[QueueSpec, bool]]) -> None:
-    db.execute("BEGIN")
-    try:
-        for spec, paused in queues:
-            db.execute(
-                "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?, ?, ?)", [*spec, paused]
-            )
-        if items:
-            rows = [
-                [*i[:12], i.entry, i.args[0] if i.args else None, i.args[1] if i.args else None]
-                for i in items
-            ]
-            db.executemany(
-                f"INSERT OR REPLACE INTO queue_items ({_ITEM_COLS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise

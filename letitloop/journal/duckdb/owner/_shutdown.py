@@ -34,6 +34,9 @@ class Shutdown(OwnerBase):
         self.db_thread.join()
         if self.queries is not None:
             self.queries.close()
+        saver = getattr(self, "saver", None)  # the queue board's saves commit before the close
+        if saver is not None:
+            saver.close()
         self._snapshot()
         self.notifier.close()
         self.store.close()
