@@ -11,23 +11,33 @@ is resumable by the next worker or ``lil runs resume``. Without an address, the 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from letitloop.distributed._dask import DaskExecutor
 from letitloop.journal import Journal, QueueItem
 
 
-def dask_execute(address: str | None, journal: Journal) -> Callable[[Journal, QueueItem], str]:
-    """An ``execute`` for ``Worker`` that runs each claimed run on the cluster at ``address``."""
-    executor = DaskExecutor(address)
-    location = journal.location
+class DaskRuns:
+    """The ``execute`` of a ``Worker`` that runs each claimed run on a Dask cluster; ``close``
+    lets go of the cluster (and stops the private one it started)."""
 
-    def run(_journal: Journal, item: QueueItem) -> str:
-        outcome: Any = executor.submit(functools.partial(_remote, location, item)).result()
+    def __init__(self, address: str | None, journal: Journal) -> None:
+        self.executor = DaskExecutor(address)
+        self.location = journal.location
+
+    def __call__(self, _journal: Journal, item: QueueItem) -> str:
+        call = functools.partial(_remote, self.location, item)
+        outcome: Any = self.executor.submit(call).result()
         return str(outcome)
 
-    return run
+    def close(self) -> None:
+        self.executor.close()
+
+
+def dask_execute(address: str | None, journal: Journal) -> DaskRuns:
+    """An ``execute`` for ``Worker`` that runs each claimed run on the cluster at ``address``
+    (None: a private LocalCluster, ``DaskExecutor``'s own)."""
+    return DaskRuns(address, journal)
 
 
 def _remote(location: str, item: QueueItem) -> str:

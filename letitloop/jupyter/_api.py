@@ -265,6 +265,15 @@ def decide_proposal(
     return _signed(done.to_json(), by)
 
 
+# -- queues and workers -------------------------------------------------------------------------
+
+
+def list_queues(ctx: Context) -> dict[str, Any]:
+    """Queues (depth, held runs, the oldest wait, paused), workers (host, pid, runs in hand,
+    heartbeat age) and orphaned runs with the command that resumes them (operate's fleet)."""
+    return operate.fleet_json(ctx.journal)
+
+
 # -- %%durable cells ----------------------------------------------------------------------------
 
 

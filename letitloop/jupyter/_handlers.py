@@ -151,6 +151,12 @@ class SpliceDecision(Base):
         await self.answer(api.decide_proposal, ident, verb, self.by, body=fields)
 
 
+class Queues(Base):
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        await self.answer(api.list_queues)
+
+
 class Cells(Base):
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -175,5 +181,6 @@ def routes(base_url: str) -> list[tuple[str, type[Base]]]:
         (at(f"effects/{RUN}/(?P<position>[0-9]{{1,9}})/resolve"), Resolve),
         (at("splices"), Splices),
         (at(f"splices/{ID}/(?P<verb>apply|reject)"), SpliceDecision),
+        (at("queues"), Queues),
         (at("cells"), Cells),
     ]

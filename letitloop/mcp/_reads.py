@@ -171,6 +171,15 @@ def _cell(value: Any) -> Any:
     return str(value)
 
 
+def queues(svc: Service, a: dict[str, Any]) -> dict[str, Any]:
+    """``lil queue list --json``, each list cut at ``limit`` (saying so)."""
+    fleet = operate.fleet_json(svc.journal)
+    most = a["limit"]
+    cut = {k: len(v) for k, v in fleet.items() if len(v) > most}
+    answer = {k: [shrink(x) for x in v[:most]] for k, v in fleet.items()}
+    return answer | {"truncated": cut}
+
+
 def report(svc: Service, a: dict[str, Any]) -> dict[str, Any]:
     """What `lil report --json` prints, and its numbers as every surface writes them."""
     from letitloop.journal import parse_since, summary
@@ -197,6 +206,7 @@ READS = {
     "notifications": (notifications, "notifications"),
     "rate_limits": (rate_limits, "limits"),
     "journal_sql": (journal_sql, "rows"),
+    "queues": (queues, None),
     "report": (report, None),
 }
 __all__ = ["READS", "WHERE_PEOPLE_DECIDE"]

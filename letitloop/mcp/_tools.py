@@ -154,6 +154,14 @@ READ_TOOLS = (
         ("query",),
     ),
     ToolSpec(
+        "queues",
+        "Queued runs and who runs them (as `lil queue list`): each queue's depth, runs held by "
+        "workers and by their callers, the oldest wait, limits and pause; each worker's host, "
+        "pid, state, heartbeat age and the runs it holds; and orphaned runs no worker takes "
+        "over, with the command that resumes each.",
+        {"limit": _limit(50, 200)},
+    ),
+    ToolSpec(
         "report",
         "Where the time and money went (as `lil report`): runs, failures, cost, tokens, cost "
         "per workflow and model, slowest steps, failure rates, per-day series.",

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from letitloop.errors import ConfigError, LetItLoopError
 from letitloop.journal import Journal, QueueInfo, QueueItem, WorkerInfo
 from letitloop.operate._actions import Outcome
-from letitloop.operate._format import ago, duration
+from letitloop.operate._format import ago, duration, local_time
 
 
 class QueueSummary(NamedTuple):
@@ -162,7 +162,8 @@ class OrphanSummary(NamedTuple):
     run_id: str
     workflow: str
     steps_done: int
-    idle: float  # seconds since its last record
+    updated: float  # its last record
+    idle: float  # seconds since then
     resumable: bool  # by name, in a fresh process (``resume_refusal``)
     command: str  # ``lil runs resume ID``, or what to do instead
 
@@ -190,19 +191,27 @@ def orphan_summaries(journal: Journal, limit: int = 20) -> list[OrphanSummary]:
         idle = max(0.0, now - info.updated)
         out.append(
             OrphanSummary(
-                info.run_id, info.workflow, info.steps_done, idle, refusal is None, command
+                info.run_id,
+                info.workflow,
+                info.steps_done,
+                info.updated,
+                idle,
+                refusal is None,
+                command,
             )
         )
     return out
 
 
 def orphan_json(o: OrphanSummary) -> dict[str, Any]:
+    """An orphan as JSON: its last record's time (not an age: the same answer twice reads the
+    same)."""
     return {
         "run_id": o.run_id,
         "workflow": o.workflow,
         "steps_done": o.steps_done,
-        "idle": round(o.idle, 3),
-        "idle_shown": duration(o.idle),
+        "updated": o.updated,
+        "updated_shown": local_time(o.updated),
         "resumable": o.resumable,
         "command": o.command,
     }

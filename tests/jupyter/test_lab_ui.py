@@ -180,6 +180,66 @@ def test_a_run_view_shows_its_blackboard_and_conversation(page: Any, lab: dict[s
     page.screenshot(path=str(IMG / "lab-board.png"))
 
 
+QUEUE_FLOW = """
+import pathlib
+import time
+from letitloop import Queue, durable, step
+
+QUEUE = Queue("lab-q", concurrency=1)
+
+
+def wait(gate):
+    while not pathlib.Path(gate).exists():
+        time.sleep(0.05)
+    return "opened"
+
+
+@durable
+def hold(n, gate):
+    return step("wait", wait, gate)
+"""
+
+
+def test_the_queues_section_shows_queues_workers_and_who_holds_which_run(
+    page: Any, lab: dict[str, Any]
+) -> None:
+    """A real ``lil worker`` holds one of three queued runs: the sidebar's queues section shows
+    the queue's depth, the worker (pid@host, its heartbeat) and the run it holds."""
+    import os
+    import subprocess
+
+    root, gate = lab["root"], lab["root"] / "queue-gate"
+    (root / "labqueue.py").write_text(QUEUE_FLOW)
+    env = {**os.environ, "LIL_JOURNAL": str(lab["journal"]), "PYTHONPATH": f"{root}:{ROOT}"}
+    code = "import labqueue\nfor n in range(3):\n    labqueue.QUEUE.enqueue(labqueue.hold, n, GATE)"
+    subprocess.run(
+        [sys.executable, "-c", code.replace("GATE", repr(str(gate)))], cwd=root, env=env,
+        check=True, timeout=120,
+    )  # fmt: skip
+    lil = str(Path(sys.executable).with_name("lil"))
+    worker = subprocess.Popen(
+        [lil, "worker", "--queue", "lab-q", "--concurrency", "1"], cwd=root, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        open_sidebar(page, "queues")
+        queue = "#letitloop-sidebar .lil-queue[data-queue='lab-q']"
+        page.wait_for_selector(f"{queue} .lil-queue-depth:has-text('2 queued')", timeout=30_000)
+        assert page.locator(f"{queue} .lil-queue-running").inner_text() == "1 running"
+        row = page.locator(f"#letitloop-sidebar .lil-worker[data-worker^='{worker.pid}@']")
+        row.wait_for(timeout=30_000)
+        assert row.locator(".lil-worker-runs").inner_text() == "1 in hand"
+        held = row.locator(".lil-worker-run").inner_text()
+        assert held.startswith("labqueue.hold:"), held
+        assert "heartbeat" in row.locator(".lil-worker-beat").inner_text()
+        page.screenshot(path=str(IMG / "lab-queues.png"))
+        gate.touch()  # the runs finish: the section follows (it re-reads every few seconds)
+        page.wait_for_selector(f"{queue} .lil-queue-depth:has-text('0 queued')", timeout=60_000)
+    finally:
+        worker.terminate()
+        worker.wait(60)
+
+
 def test_durable_cell_badge_shows_replayed_after_a_kernel_restart(
     page: Any, lab: dict[str, Any]
 ) -> None:

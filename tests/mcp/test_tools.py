@@ -38,6 +38,7 @@ READS = {
     "rate_limits",
     "journal_sql",
     "report",
+    "queues",
 }
 PERSON_ONLY = {"approve", "reject", "resolve_effect", "apply_splice", "decide_approval"}
 
@@ -135,6 +136,13 @@ async def _reads(s: ClientSession, project: Path) -> list[tuple[str, dict[str, A
     approvals = await call(s, "approvals", {})
     assert [(a["run_id"], a["name"]) for a in approvals["approvals"]] == [("flows.asks:e", "send")]
     assert "lil approvals approve" in approvals["decided_by"]
+    fleet = await call(s, "queues", {})
+    assert (fleet["queues"], fleet["workers"], fleet["truncated"]) == ([], [], {})
+    orphans = {o["run_id"]: o["command"] for o in fleet["orphans"]}  # killed, not recoverable
+    assert orphans == {r: f"lil runs resume {r}" for r in ("flows.effect:c", "flows.slow:d")}
+    if cli:
+        listed = lil_json(project, "queue", "list")
+        assert listed == {k: v for k, v in fleet.items() if k != "truncated"}
     proposals = await call(s, "splice_proposals", {"state": "pending"})
     assert [(p["target"], p["by"]) for p in proposals["proposals"]] == [("greet", "scenario")]
     assert "Hi, {name}" in proposals["proposals"][0]["diff"]

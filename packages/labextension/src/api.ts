@@ -151,6 +151,28 @@ export class LilError extends Error {
   }
 }
 
+/** Queues, workers and orphans as operate's ``fleet_json`` writes them. */
+export interface IFleet {
+  queues: {
+    name: string;
+    paused: boolean;
+    queued: number;
+    running: number;
+    held: number;
+    oldest_shown: string | null;
+    limits_shown: string;
+  }[];
+  workers: {
+    worker: string;
+    host: string;
+    pid: number;
+    state: string;
+    runs: string[];
+    heartbeat_shown: string;
+  }[];
+  orphans: { run_id: string; workflow: string; command: string; resumable: boolean }[];
+}
+
 export async function request<T>(
   path: string,
   init: RequestInit = {},
@@ -205,6 +227,7 @@ export const api = {
       `splices/${id(proposalId)}/${verb}`,
       comment ? { comment } : {}
     ),
+  queues: () => request<IFleet>('queues'),
   cells: (path: string, names: string[], keys: string[]) =>
     request<{
       cells: Record<string, { run_id: string; status: string | null }>;

@@ -1,15 +1,17 @@
 /**
  * The letitloop sidebar: runs of this journal (live status, current step, cost, waiting
  * badges; filter and search), the approvals inbox (approve / reject with a comment and a
- * schema-checked payload edit) and pending splice proposals. Every list re-reads the server
- * when a relayed journal event says something changed.
+ * schema-checked payload edit), pending splice proposals, and the queues with their workers
+ * (queues.ts). Every list re-reads the server when a relayed journal event says something
+ * changed; the queues section also every few seconds (heartbeats are not journal events).
  */
 import { Notification } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { IApproval, IProposal, IRun, api, el } from './api';
+import { renderFleet } from './queues';
 
-export type Section = 'runs' | 'inbox' | 'splices';
+export type Section = 'runs' | 'inbox' | 'splices' | 'queues';
 
 export interface ISidebarOptions {
   openRun: (runId: string) => void;
@@ -24,7 +26,7 @@ export class LilSidebar extends Widget {
     this.addClass('lil-sidebar');
     this.title.caption = 'letitloop runs';
     const tabs = el('div', 'lil-tabs');
-    for (const section of ['runs', 'inbox', 'splices'] as Section[]) {
+    for (const section of ['runs', 'inbox', 'splices', 'queues'] as Section[]) {
       const button = el('button', `lil-tab lil-tab-${section}`, section);
       button.onclick = () => this.showSection(section);
       tabs.appendChild(button);
@@ -49,8 +51,18 @@ export class LilSidebar extends Widget {
     this.status.onchange = () => this.refresh();
     filters.append(this.search, this.status);
     this.runsNode.append(filters, this.runList);
-    this.node.append(tabs, this.runsNode, this.inboxNode, this.splicesNode);
+    this.node.append(tabs, this.runsNode, this.inboxNode, this.splicesNode, this.queuesNode);
     this.showSection('runs');
+    this.ticker = window.setInterval(() => {
+      if (this.section === 'queues' && this.isVisible) {
+        void this.refresh();
+      }
+    }, 3000);
+  }
+
+  dispose(): void {
+    window.clearInterval(this.ticker);
+    super.dispose();
   }
 
   showSection(section: Section): void {
@@ -58,6 +70,7 @@ export class LilSidebar extends Widget {
     this.runsNode.hidden = section !== 'runs';
     this.inboxNode.hidden = section !== 'inbox';
     this.splicesNode.hidden = section !== 'splices';
+    this.queuesNode.hidden = section !== 'queues';
     this.node.querySelectorAll('.lil-tab').forEach(b => {
       b.classList.toggle('lil-active', b.classList.contains(`lil-tab-${section}`));
     });
@@ -88,6 +101,9 @@ export class LilSidebar extends Widget {
           this.renderInbox((await api.approvals()).approvals);
         } else if (this.section === 'splices') {
           this.renderSplices((await api.splices()).proposals);
+        } else if (this.section === 'queues') {
+          const fleet = await api.queues();
+          this.queuesNode.replaceChildren(...renderFleet(fleet, this.options.openRun));
         }
       } while (this.again);
     } catch (e) {
@@ -162,6 +178,8 @@ export class LilSidebar extends Widget {
   private runList = el('div', 'lil-run-list');
   private inboxNode = el('div', 'lil-section lil-inbox');
   private splicesNode = el('div', 'lil-section lil-splices');
+  private queuesNode = el('div', 'lil-section lil-queues');
+  private ticker = 0;
   private section: Section = 'runs';
   private busy = false;
   private again = false;
