@@ -125,13 +125,13 @@ _EXPORTS = {
             "QueueItem",
             "QueueInfo",
             "WorkerInfo",
-            "QueueBoard",
             "check_spec",
             "worker_id",
             "OUTCOMES",
         ),
         "letitloop.journal._queues",
     ),
+    "QueueBoard": "letitloop.journal._queue_board",
     "MemoryJournal": "letitloop.journal._memory",
     "copy_journal": "letitloop.journal._copy",
     "CopyOptions": "letitloop.journal._copy",
@@ -251,9 +251,11 @@ if TYPE_CHECKING:
         preview as preview,
         short_repr as short_repr,
     )
+    from letitloop.journal._queue_board import (
+        QueueBoard as QueueBoard,
+    )
     from letitloop.journal._queues import (
         OUTCOMES as OUTCOMES,
-        QueueBoard as QueueBoard,
         QueueInfo as QueueInfo,
         QueueItem as QueueItem,
         QueueSpec as QueueSpec,

@@ -36,7 +36,7 @@ from letitloop.journal._limits import Buckets
 from letitloop.journal._lookup import match_run as match_run  # every backend finds runs so
 from letitloop.journal._memory_queues import MemoryQueues
 from letitloop.journal._preview import preview
-from letitloop.journal._queues import QueueBoard
+from letitloop.journal._queue_board import QueueBoard
 from letitloop.journal._records import (
     CHECKPOINT_KINDS,
     Record,

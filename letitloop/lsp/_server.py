@@ -22,7 +22,7 @@ from letitloop import operate as ops
 from letitloop._version import __version__
 from letitloop.errors import LetItLoopError
 from letitloop.journal import who
-from letitloop.lsp import _actions, _journal_view
+from letitloop.lsp import _actions, _journal_view, _queue_lens
 from letitloop.lsp._analysis import (
     Analysis,
     Finding,
@@ -31,8 +31,9 @@ from letitloop.lsp._analysis import (
     gc_paused,
     site_at,
 )
-from letitloop.lsp._journal_view import JournalView
+from letitloop.lsp._journal_view import JournalView, workflow_candidates
 from letitloop.lsp._positions import Span, from_encoding, line_at, to_encoding
+from letitloop.lsp._queue_lens import QueueLenses
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -55,6 +56,7 @@ class LilServer(LanguageServer):
         super().__init__("lil-lsp", __version__, notebook_document_sync=NOTEBOOKS)
         self.journal_spec = journal
         self.view = JournalView(journal, self._journal_changed)
+        self.queues = QueueLenses(self.view)
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.refresh_handle: asyncio.TimerHandle | None = None
@@ -221,6 +223,7 @@ def create_server(journal: str | None = None) -> LilServer:
     """The module's server, configured for a journal (``--journal``; None: discovery)."""
     server.journal_spec = journal
     server.view = JournalView(journal, server._journal_changed)
+    server.queues = QueueLenses(server.view)
     return server
 
 
@@ -311,9 +314,14 @@ async def code_lens(ls: LilServer, params: types.CodeLensParams) -> list[types.C
         cmd = types.Command(title=title, command=command, arguments=list(args))
         lenses.append(types.CodeLens(range=ls.range(lines, span), command=cmd))
 
-    for fn, state in zip(analysis.functions, states, strict=True):
+    queued = await asyncio.to_thread(
+        lambda: [ls.queues.of(workflow_candidates(path, f)) for f in analysis.functions]
+    )
+    for fn, state, queues in zip(analysis.functions, states, queued, strict=True):
         head = _journal_view.function_lens_title(state)
         lens(fn.name_span, head, "letitloop.showRuns", uri, fn.qualname)
+        for q in queues:  # where its runs wait, and who runs them
+            lens(fn.name_span, _queue_lens.title(q), "letitloop.showRuns", uri, fn.qualname)
         resume = _journal_view.resumable(state)
         if resume:
             lens(fn.name_span, "Resume last run", "letitloop.resumeRun", resume, uri)

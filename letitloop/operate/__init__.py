@@ -24,7 +24,7 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
     queues      QueueSummary, WorkerSummary, queue_summaries, worker_summaries, find_queue,
                 queue_json, worker_json, item_json, holders, pause_queue, enqueue_by_name,
                 parse_arguments, limits_text; OrphanSummary, orphan_summaries, orphan_json,
-                fleet_json
+                fleet_json, WorkflowQueue, queued_by_workflow
     metrics     Family, collect, BUCKETS (what `lil metrics` exports)
     formatting  ago, local_time, short_time, duration, money, dollars, pct, tokens, size,
                 one_line, error_line, truncate, human_times, sparkline, since_words
@@ -134,6 +134,8 @@ _EXPORTS = {
             "orphan_summaries",
             "orphan_json",
             "fleet_json",
+            "WorkflowQueue",
+            "queued_by_workflow",
         ),
         "letitloop.operate._queues",
     ),
@@ -286,6 +288,7 @@ if TYPE_CHECKING:
         OrphanSummary as OrphanSummary,
         QueueSummary as QueueSummary,
         WorkerSummary as WorkerSummary,
+        WorkflowQueue as WorkflowQueue,
         enqueue_by_name as enqueue_by_name,
         find_queue as find_queue,
         fleet_json as fleet_json,
@@ -298,6 +301,7 @@ if TYPE_CHECKING:
         pause_queue as pause_queue,
         queue_json as queue_json,
         queue_summaries as queue_summaries,
+        queued_by_workflow as queued_by_workflow,
         worker_json as worker_json,
         worker_summaries as worker_summaries,
     )

@@ -217,6 +217,31 @@ def orphan_json(o: OrphanSummary) -> dict[str, Any]:
     }
 
 
+class WorkflowQueue(NamedTuple):
+    """A workflow's runs on one queue that are not finished: what an editor lens says of it."""
+
+    queue: str
+    queued: int
+    running: int  # claimed by workers
+    held: int  # recoverable runs executing in their callers
+    holders: tuple[str, ...]  # the workers (pid@host) running them
+
+
+def queued_by_workflow(journal: Journal, limit: int = 10_000) -> dict[str, list[WorkflowQueue]]:
+    """Each workflow's unfinished queue items, by queue (an editor's lens on the function)."""
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for state in ("queued", "claimed", "held"):
+        for i in journal.queue_items(state=state, limit=limit):
+            c = counts.setdefault((i.workflow, i.queue), [0, 0, 0, set()])
+            c[("queued", "claimed", "held").index(state)] += 1
+            if state == "claimed" and i.claimed_by:
+                c[3].add(i.claimed_by.split("/", 1)[0])
+    out: dict[str, list[WorkflowQueue]] = {}
+    for (workflow, queue), (q, r, h, who) in sorted(counts.items()):
+        out.setdefault(workflow, []).append(WorkflowQueue(queue, q, r, h, tuple(sorted(who))))
+    return out
+
+
 def fleet_json(journal: Journal) -> dict[str, Any]:
     """Queues, workers (with the runs each holds) and orphans: what every surface's queues view
     shows (``lil queue list --json``, the lab, ``lil mcp``)."""

@@ -1,5 +1,6 @@
-"""The ``lil-tui`` application: modes for runs, approvals, effects and splices, key bindings, the
-command palette, the live feed of journal events, and recovery when the journal goes away.
+"""The ``lil-tui`` application: modes for runs, approvals, effects, splices, analytics and queues,
+key bindings, the command palette, the live feed of journal events, and recovery when the
+journal goes away.
 
 Every screen reads through one ``Model`` and receives ``JournalChanged`` messages made from the
 owner's pushed events. When a journal call fails (the owner died and cannot be restarted, the
@@ -35,6 +36,7 @@ SCREENS = {
     "effects": ("Effects in doubt", "Side effects that started and never recorded their end"),
     "splices": ("Splices", "Code changes agents proposed"),
     "analytics": ("Analytics", "Cost, latency and failures across every run"),
+    "queues": ("Queues", "Queued runs, workers, who holds which run, orphans"),
 }
 
 
@@ -61,6 +63,7 @@ class LilApp(PlainNotify):
         "effects": _later("_effects", "EffectsScreen"),
         "splices": _later("_splices", "SplicesScreen"),
         "analytics": _later("_analytics", "AnalyticsScreen"),
+        "queues": _later("_queues", "QueuesScreen"),
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunLookup}
@@ -71,6 +74,7 @@ class LilApp(PlainNotify):
         Binding("4", "switch_mode('splices')", "Splices"),
         # not in the footer (the other screens' pictures stay as they are): ? and the palette
         Binding("5", "switch_mode('analytics')", "Analytics", show=False),
+        Binding("6", "switch_mode('queues')", "Queues", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]

@@ -27,6 +27,12 @@ EXPLAIN: dict[str, str] = {
     "switch_mode('splices')": "Show the code changes agents proposed, with their diffs.",
     "switch_mode('analytics')": "Show where the time and money went across every run: cost "
     "per workflow and model, the slowest steps, failure and retry rates, a sparkline per day.",
+    "switch_mode('queues')": "Show the queues (what waits, what runs, the oldest wait), the "
+    "workers (host, pid, heartbeat, runs in hand), who holds which run, and orphaned runs.",
+    # queues
+    "pause": "Pause the selected queue (workers take none of its runs; those running go on), "
+    "or resume it.",
+    "reread": "Read the queues and workers again now (they also reload every 2 seconds).",
     # analytics
     "window": "Show the analytics of another time span: all time, 30 days, 7 days, 24 hours.",
     "reload": "Read the analytics from the journal again now (they also reload when runs end).",

@@ -102,7 +102,7 @@ async def test_run_ids_with_markup_show_as_written(journal_path: Path) -> None:
 def test_only_the_runs_screen_is_imported_to_open() -> None:
     loaded = modules_after("import letitloop.tui._app")
     assert "letitloop.tui._runs" in loaded
-    later = {"_analytics", "_approvals", "_detail", "_effects", "_help", "_splices"}
+    later = {"_analytics", "_approvals", "_detail", "_effects", "_help", "_splices", "_queues"}
     assert not {f"letitloop.tui.{m}" for m in later} & loaded
     assert "letitloop.journal._analytics" not in loaded
 
@@ -113,7 +113,7 @@ async def test_every_mode_opens_its_screen_when_first_shown(journal_path: Path) 
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(app, pilot)
         names = {}
-        for key in "23451":
+        for key in "234561":
             await pilot.press(key)
             await settle(app, pilot)
             names[key] = type(app.screen).__name__
@@ -122,6 +122,7 @@ async def test_every_mode_opens_its_screen_when_first_shown(journal_path: Path) 
             "3": "EffectsScreen",
             "4": "SplicesScreen",
             "5": "AnalyticsScreen",
+            "6": "QueuesScreen",
             "1": "RunsScreen",
         }
         await pilot.press("enter")  # the run's detail screen, imported on first use

@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # importing typing costs several ms: only for the type ch
 if TYPE_CHECKING:
     from typing import Any
 
-    from letitloop.journal._queues import QueueBoard
+    from letitloop.journal._queue_board import QueueBoard
 
 LAPSE_CHECK = 0.2  # seconds between looks for workers past their TTL
 HOLD_CHECK = 2.0  # ... and for held runs whose process died while no owner was running
@@ -52,8 +52,9 @@ class QueueOps(OwnerBase):
 
     def _queue_request(self, conn: Conn, req: dict[str, Any], replies: list[Any]) -> None:
         # imported by the first queue request: an owner that serves no queue never loads them
+        from letitloop.journal._queue_board import QueueBoard
         from letitloop.journal._queue_wire import item_from, spec_from, to_wire, worker_from
-        from letitloop.journal._queues import OUTCOMES, QueueBoard
+        from letitloop.journal._queues import OUTCOMES
 
         if not getattr(self, "board_ready", False):
             if not hasattr(self, "board_parked"):
