@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from letitloop import Queue, durable, step
+from letitloop import Queue, atomic_marker, durable, step
 from letitloop.errors import ConfigError
 from letitloop.journal import MemoryJournal, QueueItem, QueueSpec
 from letitloop.journal._memory import MemoryStore
@@ -68,6 +68,20 @@ def limited(n: int) -> int:
 @durable(journal=_Now())  # type: ignore[arg-type]
 def plain(n: int) -> int:
     return _body(n)
+
+
+CHARGED: list[int] = []  # the side effect, each time it is applied
+
+
+@durable(recover=True, journal=_Now())  # type: ignore[arg-type]
+def charge(n: int) -> str:
+    with atomic_marker("charge") as go:  # no reconcile: a marker in doubt stops the run
+        if go:
+            CHARGED.append(n)
+            if n in CRASH:
+                CRASH.discard(n)
+                raise SystemExit(1)  # the process dies inside the side effect
+    return "charged"
 
 
 def _worker(journal: MemoryJournal) -> Worker:
@@ -197,3 +211,21 @@ def test_a_worker_that_cannot_get_the_runs_lease_gives_the_item_back(
 
 def _entry() -> str:
     return "tests.queues.test_recover:plain"
+
+
+def test_a_taken_over_run_whose_marker_is_in_doubt_stops_for_a_person(
+    journals: tuple[MemoryJournal, MemoryJournal],
+) -> None:
+    caller, other = journals
+    CHARGED.clear()
+    CRASH.add(3)
+    with pytest.raises(SystemExit):
+        charge(3)
+    [item] = caller.queue_items()
+    caller.close()
+    worker = _worker(other)
+    worker.run()
+    assert worker.counts == {"stopped": 1}  # taken over, and stopped at the marker in doubt
+    assert other.queue_item(item.run_id).outcome == "stopped"
+    assert CHARGED == [3]  # never applied a second time
+    assert other.results([item.run_id]) == {}
