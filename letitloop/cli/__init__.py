@@ -66,7 +66,7 @@ COMMANDS = {
     "metrics": (
         "letitloop.cli._metrics",
         "metrics_cmd",
-        "Serve the journal's metrics for Prometheus at http://HOST:PORT/metrics.",
+        "Serve the journal's metrics for Prometheus at http://HOST:PORT/metrics, or push them.",
     ),
     "notify": (
         "letitloop.cli._notify",
