@@ -116,10 +116,13 @@ def _handler(counts: Counts) -> type[BaseHTTPRequestHandler]:
                 elif self.path == "/applied":
                     answer["applied"] = counts.effects.get(body["key"], 0) > 0
             data = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # its worker was SIGKILLed after asking: what it asked is counted
 
     return Handler
 
