@@ -208,20 +208,28 @@ def worker_cmd(
     Example:
         lil worker --queue embeddings --concurrency 8
     """
+    from letitloop.journal._config import find_location
     from letitloop.kernel import Worker, WorkerOptions, default_ttl
 
     sys.path.insert(0, os.getcwd())  # workflows import as `python -m` would find them
     journal = open_cli_journal()
+    location = find_location(journal_spec())
     opts = WorkerOptions(
         queues=queues, concurrency=concurrency, ttl=ttl or default_ttl(), grace=grace,
         until_empty=until_empty,
     )  # fmt: skip
     execute = None
+    slot_journal = None
     if dask_address is not None:
         from letitloop.distributed import dask_execute
 
         execute = dask_execute(dask_address, journal)
-    worker = Worker(journal, opts, execute)
+    elif isinstance(location, str) and concurrency > 1:  # PostgreSQL: a connection per run
+        from letitloop.journal.postgres._journal import PgJournal
+
+        url = location
+        slot_journal = lambda: PgJournal(url)  # noqa: E731 (not open_journal's shared one)
+    worker = Worker(journal, opts, execute, slot_journal)
     signals: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:

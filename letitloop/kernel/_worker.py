@@ -8,6 +8,8 @@ the run's outcome. Idle, it sleeps in ``wait_for_work`` (LISTEN/NOTIFY on Postgr
 (SIGTERM) stops claiming, lets the runs in hand finish within ``grace`` seconds, then releases
 what is left for other workers. A worker that dies frees its claims at once on DuckDB (its
 connection closes) and after its TTL on PostgreSQL; a frozen one is fenced when it wakes.
+Given ``slot_journal``, each run in hand executes on a journal of its own (on PostgreSQL a
+connection of its own: one connection shared by the slots serialized their commits).
 """
 
 from __future__ import annotations
@@ -104,9 +106,15 @@ class Worker:
     """One worker process's loop; ``drain()`` (SIGTERM) ends it gracefully."""
 
     def __init__(
-        self, journal: Journal, options: WorkerOptions, execute: Execute | None = None
+        self,
+        journal: Journal,
+        options: WorkerOptions,
+        execute: Execute | None = None,
+        slot_journal: Callable[[], Journal] | None = None,
     ) -> None:
         self.journal = journal
+        self._open_slot = slot_journal  # opens a journal for one run at a time; None: share
+        self._spare: list[Journal] = []  # slot journals no run uses now
         self.opts = options
         self.id = worker_id()
         self.started = time.time()
@@ -175,6 +183,10 @@ class Worker:
         finally:
             self.stopped.set()
             pool.shutdown(wait=False, cancel_futures=True)
+            with self.lock:
+                spare, self._spare = self._spare, []
+            for j in spare:  # a run still executing past the grace period keeps its own
+                j.close()
             try:
                 self.journal.leave_worker(self.id)
             except LetItLoopError:
@@ -203,10 +215,24 @@ class Worker:
             self.journal.finish_item(self.id, run_id, "released")
             self.say(f"released {run_id} (not finished within the grace period)")
 
+    def _slot(self) -> Journal:
+        """A journal for one run: a spare slot journal, a new one, or the worker's own."""
+        if self._open_slot is None:
+            return self.journal
+        with self.lock:
+            if self._spare:
+                return self._spare.pop()
+        try:
+            return self._open_slot()
+        except LetItLoopError as exc:  # the run still executes, on the worker's connection
+            self.say(f"could not open a journal for one run ({exc}): sharing the worker's")
+            return self.journal
+
     def _one(self, item: QueueItem) -> None:
         t0 = time.monotonic()
+        journal = self._slot()
         try:
-            outcome = self._execute(self.journal, item)
+            outcome = self._execute(journal, item)
         except TamperedDataError as exc:
             self.say(f"refused {item.run_id}: {exc}")
             outcome = "stopped"
@@ -227,6 +253,8 @@ class Worker:
             self.say(f"could not finish {item.run_id}: {exc}")
         finally:
             with self.lock:
+                if journal is not self.journal:
+                    self._spare.append(journal)
                 self.in_hand.pop(item.run_id, None)
                 self.counts[outcome] = self.counts.get(outcome, 0) + 1
                 self.lock.notify_all()
