@@ -19,7 +19,7 @@ owner's clients send.
 
 # no ``from __future__ import annotations``: NamedTuple fields are evaluated, see _contract
 import os
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from letitloop.errors import ConfigError, LeaseLostError
 from letitloop.journal._records import check_text
@@ -95,58 +95,6 @@ class WorkerInfo(NamedTuple):
     ttl: float
     state: str  # running | draining | lapsed
     runs: tuple[str, ...] = ()  # the runs it holds
-
-
-class QueueJournal(Protocol):
-    """Queued runs and workers, a role of the ``Journal`` contract: enqueue, claim, heartbeat,
-    finish; and the recoverable runs a process holds while it executes them."""
-
-    journal_id: str
-    location: str
-
-    def enqueue(self, spec: QueueSpec, item: QueueItem) -> bool:
-        """Queue a run durably (declaring the queue); False if that run was queued before."""
-        ...
-
-    def claim(self, worker: WorkerInfo, n: int) -> list[QueueItem]:
-        """Heartbeat ``worker`` and claim up to ``n`` runs for it (queued, held by a worker
-        that lapsed, or held by a process that died), within each queue's pause and limits."""
-        ...
-
-    def beat_worker(self, worker: WorkerInfo) -> list[str]:
-        """Heartbeat ``worker``; the runs of ``worker.runs`` it no longer holds (taken over)."""
-        ...
-
-    def finish_item(self, worker: str, run_id: str, outcome: str) -> bool:
-        """Finish a claimed run with its outcome, or ``released``: back to the queue."""
-        ...
-
-    def leave_worker(self, worker: str) -> None: ...  # what it holds goes back to the queue
-
-    def hold(self, spec: QueueSpec, item: QueueItem, *, declare: bool = False) -> None:
-        """A recoverable run this journal's process executes (it holds the run's lease): held
-        by this journal's session until ``unhold``; if the process dies first, the run goes
-        back to the queue for a worker. ``declare``: the spec's limits replace the queue's
-        (else a missing queue is created with them)."""
-        ...
-
-    def unhold(self, run_id: str, outcome: str) -> None:
-        """This process is done with a run it held: its item is finished with ``outcome``."""
-        ...
-
-    def pause_queue(self, name: str, paused: bool) -> None: ...
-    def queues(self) -> list[QueueInfo]: ...
-
-    def queue_items(
-        self, *, queue: str | None = None, state: str | None = None, limit: int = 100
-    ) -> list[QueueItem]: ...
-
-    def queue_item(self, run_id: str) -> QueueItem | None: ...
-    def workers(self) -> list[WorkerInfo]: ...
-
-    def wait_for_work(self, timeout: float) -> None:
-        """Return when a run may have been queued (or at ``timeout``): idle workers sleep here."""
-        ...
 
 
 def check_spec(spec: QueueSpec) -> QueueSpec:
