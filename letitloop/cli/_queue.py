@@ -208,12 +208,10 @@ def worker_cmd(
     Example:
         lil worker --queue embeddings --concurrency 8
     """
-    from letitloop.journal._config import find_location
     from letitloop.kernel import Worker, WorkerOptions, default_ttl
 
     sys.path.insert(0, os.getcwd())  # workflows import as `python -m` would find them
     journal = open_cli_journal()
-    location = find_location(journal_spec())
     opts = WorkerOptions(
         queues=queues, concurrency=concurrency, ttl=ttl or default_ttl(), grace=grace,
         until_empty=until_empty,
@@ -224,11 +222,10 @@ def worker_cmd(
         from letitloop.distributed import dask_execute
 
         execute = dask_execute(dask_address, journal)
-    elif isinstance(location, str) and concurrency > 1:  # PostgreSQL: a connection per run
-        from letitloop.journal.postgres._journal import PgJournal
+    elif concurrency > 1:  # PostgreSQL: a connection per run in hand
+        from letitloop.journal import private_journals
 
-        url = location
-        slot_journal = lambda: PgJournal(url)  # noqa: E731 (not open_journal's shared one)
+        slot_journal = private_journals(journal)
     worker = Worker(journal, opts, execute, slot_journal)
     signals: list[int] = []
 

@@ -152,9 +152,11 @@ _EXPORTS = {
         "letitloop.journal._analytics",
     ),
 }
-__all__ = sorted([*_EXPORTS, "open_journal"])
+__all__ = sorted([*_EXPORTS, "open_journal", "private_journals"])
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from letitloop.journal._analytics import (
         RECIPES as RECIPES,
         Recipe as Recipe,
@@ -302,6 +304,19 @@ def open_journal(spec: str | os.PathLike[str] | None = None) -> Journal:
     from letitloop.journal.duckdb._client import open_journal as open_duckdb
 
     return open_duckdb(found)
+
+
+def private_journals(journal: Journal) -> Callable[[], Journal] | None:
+    """Opens journal objects of their own on ``journal``'s PostgreSQL database (a connection
+    and leases each, not the process-wide one), for threads whose commits should not take turns
+    on one connection (``lil worker``'s runs in hand); None for a DuckDB journal, whose owner
+    serves every thread's requests at once."""
+    if not type(journal).__module__.startswith("letitloop.journal.postgres"):
+        return None
+    from letitloop.journal.postgres._journal import PgJournal
+
+    url = journal.location
+    return lambda: PgJournal(url)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
