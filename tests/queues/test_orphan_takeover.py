@@ -140,6 +140,8 @@ def test_a_recoverable_run_killed_is_taken_over_by_an_idle_worker(
             assert _wait(lambda: len(counts.executions[(1, "prepare")]) == 2, ttl + 60)
             took = time.monotonic() - killed
             assert _wait(lambda: len(journal.results(_runs(journal))) == 2, 120), fleet.output()
+            # the worker finishes an item just after its run's result: wait for that too
+            assert _wait(lambda: all(journal.queue_item(r).outcome for r in _runs(journal)), 60)
         finally:
             fleet.kill_all()
     [worker] = [p.pid for p in fleet.procs]
