@@ -217,11 +217,17 @@ class Resume:
         return self.process.wait()
 
     def tail(self, lines: int = 6) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        return log_tail(self.log, lines)
+
+
+def log_tail(log: Path, lines: int = 6) -> str:
+    """The last ``lines`` of a started process's log ("" when it cannot be read), to say why
+    it stopped."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 def check_resumable(journal: Journal, run: str) -> str:

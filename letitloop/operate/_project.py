@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from letitloop.errors import ConfigError, JournalError, RunCancelledError, RunLockedError
-from letitloop.operate._actions import Outcome, note_started
+from letitloop.operate._actions import Outcome, log_tail, note_started
 
 if TYPE_CHECKING:
     from letitloop.journal import Journal, RunInfo
@@ -52,11 +52,7 @@ class TaskStart:
         self.outcome = Outcome("task", message, self.run_id, facts)
 
     def tail(self, lines: int = 6) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        return log_tail(self.log, lines)
 
 
 def task_command(

@@ -194,7 +194,7 @@ class Log:
         self.fd = open_regular(self._name(self.start), _APPEND_FLAGS)
         if torn or created:  # (what the log held was written synced: nothing else to sync)
             os.fsync(self.fd)  # a truncation must be durable before new appends
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         return out, torn
 
     def append_frames(self, frames: list[tuple[bytes, bytes]]) -> int:
@@ -257,7 +257,7 @@ class Log:
         self.start, self.size = self.start + self.size, 0
         flags = _APPEND_FLAGS | os.O_CREAT | os.O_EXCL
         self.fd = open_regular(self._name(self.start), flags, 0o666)
-        _fsync_dir(self.path)  # the new segment's name must be durable
+        fsync_dir(self.path)  # the new segment's name must be durable
 
     def drop_folded(self, folded_lsn: int) -> None:
         """Delete sealed segments whose every record is already in DuckDB."""
@@ -367,7 +367,8 @@ def _writev_all(fd: int, bufs: list[bytes]) -> None:
             views[0] = views[0][k:]
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries durable (a file created or renamed in it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -19,7 +19,7 @@ from pathlib import Path
 from letitloop.errors import JournalError
 from letitloop.journal._config import JournalPaths
 from letitloop.journal.duckdb import _files
-from letitloop.journal.duckdb.owner._log import Log, frame
+from letitloop.journal.duckdb.owner._log import Log, frame, fsync_dir
 
 
 @dataclass
@@ -82,11 +82,7 @@ def salvage(paths: JournalPaths) -> Salvage:
             os.fsync(fd)
         finally:
             os.close(fd)
-        dir_fd = os.open(fresh.path, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(fresh.path)
         report.kept = len(scan.records)
         return report
     finally:
