@@ -35,12 +35,23 @@ class PrefectServer:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        prefect = str(Path(python).parent / "prefect")
         log = scratch / "prefect-server.log"
         server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                # `python -m prefect`, not the venv's `prefect` script: its shebang names the
+                # directory the venv was built in, and a venv that moved since breaks it
+                [
+                    python,
+                    "-m",
+                    "prefect",
+                    "server",
+                    "start",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ],
                 env=server_env,
                 cwd=scratch,
                 stdin=subprocess.DEVNULL,
