@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,17 +62,12 @@ class Context:
     root_dir: Path
     by: str
     resumes: dict[str, Any] = field(default_factory=dict)
-    _journal: Journal | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
+    @operate.journal_once
     def journal(self) -> Journal:
-        with self._lock:
-            if self._journal is None:
-                from letitloop.journal import open_journal
+        from letitloop.journal import open_journal
 
-                self._journal = open_journal(self.spec)
-            return self._journal
+        return open_journal(self.spec)
 
 
 # -- request bodies -----------------------------------------------------------------------------

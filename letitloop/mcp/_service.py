@@ -8,11 +8,11 @@ An agent's context is small: pages are small by default and every answer says ho
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from letitloop import operate
 from letitloop.mcp._options import Limits, Settings
 from letitloop.mcp._tools import BadArguments
 
@@ -32,26 +32,21 @@ class Service:
     root: Path
     settings: Settings
     limits: Limits = field(default_factory=Limits)
-    _journal: Journal | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
+    @operate.journal_once
     def journal(self) -> Journal:
-        with self._lock:
-            if self._journal is None:
-                from letitloop.journal import find_location, open_journal
+        from letitloop.journal import find_location, open_journal
 
-                found = find_location(self.spec, self.root)
-                if not isinstance(found, str) and not found.exists():
-                    from letitloop.errors import ConfigError
+        found = find_location(self.spec, self.root)
+        if not isinstance(found, str) and not found.exists():
+            from letitloop.errors import ConfigError
 
-                    raise ConfigError(
-                        f"no journal at {found} yet (found from {self.root})",
-                        fix="run a durable workflow in this project first, or start lil mcp "
-                        "with --journal PATH_OR_URL",
-                    )
-                self._journal = open_journal(found)
-            return self._journal
+            raise ConfigError(
+                f"no journal at {found} yet (found from {self.root})",
+                fix="run a durable workflow in this project first, or start lil mcp "
+                "with --journal PATH_OR_URL",
+            )
+        return open_journal(found)
 
     def inside(self, path: str, what: str) -> Path:
         """``path`` (relative to the project root, or absolute inside it) resolved; anything

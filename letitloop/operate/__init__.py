@@ -17,7 +17,8 @@ It speaks only the journal's face (``letitloop.journal``, any backend) and impor
     actions     Outcome, decide_approval, resolve_effect, retry_dead_letter, raise_budget,
                 cancel_run, reset_run, fork, check_resumable, start_resume, Resume,
                 resume_command, note_started, apply_splice, reject_splice
-    project     start_task, TaskStart, task_command, propose_splice, check_receipt
+    project     start_task, TaskStart, task_command, propose_splice, check_receipt,
+                journal_once (a server's journal, opened on first use)
     history     Decision, decisions, decision_json, StepOutput, step_output, MAX_OUTPUT
     JSON        run_json, attempt_json, step_json, error_json, view_json, doubt_json,
                 approval_json, proposal_json, proposal_diff, notice_json, event_json, map_json
@@ -108,7 +109,14 @@ _EXPORTS = {
     ),
     **dict.fromkeys(("Family", "collect", "BUCKETS"), "letitloop.operate._metrics"),
     **dict.fromkeys(
-        ("start_task", "TaskStart", "task_command", "propose_splice", "check_receipt"),
+        (
+            "start_task",
+            "TaskStart",
+            "task_command",
+            "propose_splice",
+            "check_receipt",
+            "journal_once",
+        ),
         "letitloop.operate._project",
     ),
     **dict.fromkeys(
@@ -280,6 +288,7 @@ if TYPE_CHECKING:
     from letitloop.operate._project import (
         TaskStart as TaskStart,
         check_receipt as check_receipt,
+        journal_once as journal_once,
         propose_splice as propose_splice,
         start_task as start_task,
         task_command as task_command,

@@ -7,7 +7,8 @@ once; who started it is journaled with the run (a ``restart`` note naming them),
 started for someone is. ``propose_splice`` journals a pending proposal that a person applies or
 rejects (an agent may propose, never apply). ``check_receipt`` verifies a signed CI receipt with
 the keys of the process that asks. Each returns an ``Outcome`` (or its facts) or raises the
-``LetItLoopError`` that says why, the same on every surface.
+``LetItLoopError`` that says why, the same on every surface. ``journal_once`` opens a server's
+journal on its first use (the lab's extension, ``lil mcp``), once, whichever thread asks first.
 """
 
 from __future__ import annotations
@@ -16,18 +17,49 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from letitloop.errors import ConfigError, JournalError, RunCancelledError, RunLockedError
 from letitloop.operate._actions import Outcome, log_tail, note_started
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from letitloop.journal import Journal, RunInfo
 
 TASK_APPEARS = 30.0  # seconds a started task's process has to journal its run
+_Host = TypeVar("_Host")
+
+
+class journal_once(Generic[_Host]):  # lower case: a decorator, as functools.cached_property
+    """A property whose journal is opened on first use, once per object, whichever thread asks
+    first (a server whose user never opens letitloop starts no owner; two requests at once open
+    one journal). An opening that raises is not kept: the next use tries again."""
+
+    def __init__(self, opener: Callable[[_Host], Journal]) -> None:
+        self.opener = opener
+        self.name = opener.__name__
+        self.__doc__ = opener.__doc__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, host: None, owner: type[Any] | None = None) -> journal_once[_Host]: ...
+    @overload
+    def __get__(self, host: _Host, owner: type[Any] | None = None) -> Journal: ...
+    def __get__(self, host: _Host | None, owner: type[Any] | None = None) -> Any:
+        if host is None:
+            return self
+        state = host.__dict__  # the opened journal lands here: later reads skip the lock
+        with state.setdefault(f"_{self.name}_lock", threading.Lock()):
+            if self.name not in state:
+                state[self.name] = self.opener(host)
+            return state[self.name]
 
 
 # -- tasks ----------------------------------------------------------------------------------------
