@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Footer, Header, Label, Sparkline, Static
 
 from letitloop import journal as an, operate as ops
 from letitloop.tui._model import JournalChanged
-from letitloop.tui._plain import PlainLabel, PlainStatic, PlainTable
+from letitloop.tui._plain import PlainLabel, PlainStatic, column_table
 from letitloop.tui._widgets import JournalScreen
 
 # the times ``t`` steps through: (words, seconds back from now or None for all time)
@@ -70,12 +70,12 @@ class AnalyticsScreen(JournalScreen):
         with Horizontal(id="an-main"):
             with Vertical(id="an-cost"):
                 yield PlainLabel("Cost per workflow and model", classes="an-title")
-                yield _table("an-by-model", "workflow", "model", "calls", "cost")
+                yield column_table("an-by-model", "workflow", "model", "calls", "cost")
             with Vertical(id="an-right"):
                 yield PlainLabel("Slowest steps", classes="an-title")
-                yield _table("an-slowest", "name", "attempts", "p50", "p95")
+                yield column_table("an-slowest", "name", "attempts", "p50", "p95")
                 yield PlainLabel("Failures and retries", classes="an-title")
-                yield _table("an-failures", "name", "attempts", "failed", "retries", "rate")
+                yield column_table("an-failures", "name", "attempts", "failed", "retries", "rate")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -162,13 +162,6 @@ class AnalyticsScreen(JournalScreen):
 
     def action_reload(self) -> None:
         self.reload()
-
-
-def _table(table_id: str, *columns: str) -> DataTable[Any]:
-    table: DataTable[Any] = PlainTable(id=table_id, cursor_type="row", zebra_stripes=True)
-    for name in columns:
-        table.add_column(name, key=name)
-    return table
 
 
 def _fill(table: DataTable[Any], rows: list[tuple[Any, ...]]) -> None:

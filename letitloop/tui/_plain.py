@@ -85,6 +85,15 @@ class PlainTable(DataTable[Any]):
         super().update_cell(row_key, column_key, value, update_width=update_width)
 
 
+def column_table(table_id: str, *columns: str) -> PlainTable:
+    """A row-cursor table with ``columns``, each keyed by its own title (the analytics and
+    queues screens' panes)."""
+    table = PlainTable(id=table_id, cursor_type="row", zebra_stripes=True)
+    for name in columns:
+        table.add_column(name, key=name)
+    return table
+
+
 class PlainNotify(App[None]):
     """An app whose notifications are shown as written: every message lil-tui notifies names
     runs, steps or errors from the journal (``Widget.notify`` asks for markup by default)."""

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Header
 
 from letitloop import operate as ops
 from letitloop.tui._model import JournalChanged
-from letitloop.tui._plain import PlainLabel, PlainTable, cell
+from letitloop.tui._plain import PlainLabel, cell, column_table
 from letitloop.tui._widgets import JournalScreen
 
 REFRESH = 2.0  # seconds between reads while the screen is shown (heartbeats age, claims move)
@@ -62,7 +62,7 @@ class QueuesScreen(JournalScreen):
         with Horizontal(id="qs-top"):
             with Vertical(id="qs-queues"):
                 yield PlainLabel("Queues", classes="qs-title")
-                yield _table(
+                yield column_table(
                     "qs-queue-table",
                     "queue",
                     "queued",
@@ -74,16 +74,16 @@ class QueuesScreen(JournalScreen):
                 )
             with Vertical(id="qs-workers"):
                 yield PlainLabel("Workers", classes="qs-title")
-                yield _table(
+                yield column_table(
                     "qs-worker-table", "worker", "state", "runs in hand", "heartbeat", "queues"
                 )
         with Horizontal(id="qs-bottom"):
             with Vertical(id="qs-held"):
                 yield PlainLabel("Who holds which run", classes="qs-title")
-                yield _table("qs-held-table", "run", "queue", "held by", "since")
+                yield column_table("qs-held-table", "run", "queue", "held by", "since")
             with Vertical(id="qs-orphans"):
                 yield PlainLabel("Orphaned runs: no worker takes them over", classes="qs-title")
-                yield _table("qs-orphan-table", "run", "steps", "idle", "resume with")
+                yield column_table("qs-orphan-table", "run", "steps", "idle", "resume with")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -181,13 +181,6 @@ def _worker_row(w: ops.WorkerSummary) -> Row:
 def _orphan_row(o: ops.OrphanSummary) -> Row:
     idle = ops.duration(o.idle)
     return o.run_id, (cell(o.run_id, "bold"), str(o.steps_done), idle, cell(o.command))
-
-
-def _table(table_id: str, *columns: str) -> DataTable[Any]:
-    table: DataTable[Any] = PlainTable(id=table_id, cursor_type="row", zebra_stripes=True)
-    for name in columns:
-        table.add_column(name, key=name)
-    return table
 
 
 def _fill(table: DataTable[Any], rows: list[Row]) -> None:

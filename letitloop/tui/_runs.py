@@ -144,38 +144,41 @@ class RunActions:
         self.app.push_screen(PromptScreen(question, placeholder="e.g. 5.00"), done)
 
     def action_cancel(self: Any) -> None:
-        row = self.applicable_run("cancel")
-        if row is None:
-            return
+        def cancel(row: RunSummary, comment: str) -> None:
+            reason = comment or "cancelled from lil-tui"
+            self.run_write(ops.cancel_run, row.run_id, by=who(), reason=reason)
 
-        def done(comment: str | None) -> None:
-            if comment is not None:
-                reason = comment or "cancelled from lil-tui"
-                self.run_write(ops.cancel_run, row.run_id, by=who(), reason=reason)
-
-        steps = ops.shown(row)["steps"]
-        question = (
-            f"Cancel {row.run_id} ({row.status}, {steps} steps)?\n"
+        effect = (
             "A process executing it stops at its next step, and it is not resumed until it is "
             "reset. This cannot be undone."
         )
-        self.app.push_screen(ConfirmScreen(question), done)
+        self.confirm_run("cancel", effect, cancel)
 
     def action_reset(self: Any) -> None:
-        row = self.applicable_run("reset")
+        def reset(row: RunSummary, comment: str) -> None:
+            self.run_write(ops.reset_run, row.run_id, by=who(), comment=comment or None)
+
+        effect = (
+            "The next call runs every step again, side effects included; the history stays in "
+            "the journal. This cannot be undone."
+        )
+        self.confirm_run("reset", effect, reset)
+
+    def confirm_run(
+        self: Any, action: str, effect: str, write: Callable[[RunSummary, str], None]
+    ) -> None:
+        """Ask "Cancel RUN (status, steps)?" and what ``effect`` follows, with an optional
+        comment, about the selected run if ``action`` applies to it; ``write`` it on yes."""
+        row = self.applicable_run(action)
         if row is None:
             return
 
         def done(comment: str | None) -> None:
             if comment is not None:
-                self.run_write(ops.reset_run, row.run_id, by=who(), comment=comment or None)
+                write(row, comment)
 
         steps = ops.shown(row)["steps"]
-        question = (
-            f"Reset {row.run_id} ({row.status}, {steps} steps)?\n"
-            "The next call runs every step again, side effects included; the history stays in "
-            "the journal. This cannot be undone."
-        )
+        question = f"{action.capitalize()} {row.run_id} ({row.status}, {steps} steps)?\n{effect}"
         self.app.push_screen(ConfirmScreen(question), done)
 
 
