@@ -106,10 +106,10 @@ class ApprovalsScreen(TableScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="approvals-main"):
-            table: DataTable[Any] = RowTable(id="approvals")
-            for key, label, width in APPROVAL_COLUMNS:
-                table.add_column(label, key=key, width=width or MIN_RUN_WIDTH)
-            yield table
+            columns = [
+                (key, label, width or MIN_RUN_WIDTH) for key, label, width in APPROVAL_COLUMNS
+            ]
+            yield RowTable(id="approvals", columns=columns)
             with VerticalScroll(id="payload-pane"):
                 yield PlainStatic("", id="payload")
         yield Footer()

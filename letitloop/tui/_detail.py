@@ -69,10 +69,7 @@ class DetailScreen(RunActions, JournalScreen):
         yield Header()
         yield PlainStatic("", id="summary")
         with Horizontal(id="detail-main"):
-            table: DataTable[Any] = RowTable(id="steps")
-            for key, label, width in STEP_COLUMNS:
-                table.add_column(label, key=key, width=width)
-            yield table
+            yield RowTable(id="steps", columns=STEP_COLUMNS)
             with VerticalScroll(id="attempt-pane"):
                 yield PlainStatic("", id="attempt")
         with Horizontal(id="detail-bottom"):

@@ -8,7 +8,7 @@ is journaled with who did it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -70,10 +70,7 @@ class EffectsScreen(TableScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield PlainStatic("Looking for side effects in doubt…", id="effects-help")
-        table: DataTable[Any] = RowTable(id="effects")
-        for key, label in EFFECT_COLUMNS:
-            table.add_column(label, key=key)
-        yield table
+        yield RowTable(id="effects", columns=EFFECT_COLUMNS)
         yield Footer()
 
     def fetch(self) -> list[Doubt]:

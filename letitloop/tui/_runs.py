@@ -214,10 +214,7 @@ class RunsScreen(RunActions, JournalScreen):
         with Horizontal(id="runs-bar"):
             yield Input(placeholder="filter by run id or workflow  (/)", id="filter")
             yield PlainLabel("", id="runs-state")
-        table: DataTable[Any] = RowTable(id="runs")
-        for key, label in RUN_COLUMNS:
-            table.add_column(label, key=key)
-        yield table
+        yield RowTable(id="runs", columns=RUN_COLUMNS)
         yield Footer()
 
     def on_mount(self) -> None:

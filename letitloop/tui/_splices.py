@@ -76,10 +76,7 @@ class SplicesScreen(TableScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="splices-main"):
-            table: DataTable[Any] = RowTable(id="splices")
-            for key, label in SPLICE_COLUMNS:
-                table.add_column(label, key=key)
-            yield table
+            yield RowTable(id="splices", columns=SPLICE_COLUMNS)
             with VerticalScroll(id="diff-pane"):
                 yield PlainStatic("", id="diff")
         yield Footer()

@@ -211,8 +211,11 @@ class RowTable(PlainTable):
         Binding("end", "scroll_bottom", "Last row", show=False),
     ]
 
-    def __init__(self, *, id: str) -> None:
+    def __init__(self, *, id: str, columns: Iterable[Sequence[Any]] = ()) -> None:
+        """``columns``: (key, label) or (key, label, width) each, in order (no width: fit)."""
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        for key, label, *width in columns:
+            self.add_column(label, key=key, width=width[0] if width else None)
 
 
 class ConfirmScreen(ModalScreen["str | None"]):
