@@ -26,13 +26,22 @@ ORPHAN_READ = 0.5  # and looks for runs whose holder is gone at most this often
 
 
 class Notifier:
-    """Sends ``NOTIFY channel`` from its own thread and connection, coalescing pokes."""
+    """Sends ``NOTIFY channel`` from its own thread and connection, coalescing pokes: those of
+    ``delay`` seconds into one NOTIFY (the events' channel), or with ``delay=0`` those that come
+    while one is sent (the queue channel, that idle workers wait on: ``_queues``)."""
 
-    def __init__(self, connect: Callable[[], Any], channel: str) -> None:
-        self.connect, self.channel = connect, channel
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        channel: str,
+        *,
+        delay: float = COALESCE,
+        name: str = "lil-pg-notify",
+    ) -> None:
+        self.connect, self.channel, self.delay = connect, channel, delay
         self.wanted = threading.Event()
         self.closed = False
-        self.thread = threading.Thread(target=self._loop, name="lil-pg-notify", daemon=True)
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.thread.start()
 
     def poke(self) -> None:
@@ -45,7 +54,8 @@ class Notifier:
             self.wanted.wait()
             if self.closed:
                 break
-            time.sleep(COALESCE)
+            if self.delay:
+                time.sleep(self.delay)
             self.wanted.clear()
             try:
                 if conn is None:

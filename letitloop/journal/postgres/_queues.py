@@ -16,9 +16,8 @@ connection, or its heartbeat is older than the TTL), then claims as above.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from letitloop.errors import JournalError
 from letitloop.journal._queue_wire import items_of
@@ -31,6 +30,9 @@ from letitloop.journal._queues import (
     bounded_ttl,
     check_spec,
 )
+
+if TYPE_CHECKING:
+    from letitloop.journal.postgres._listen import Notifier
 
 MIGRATION = """
 CREATE TABLE lil_queues(
@@ -72,44 +74,13 @@ _ORPHANED_HOLDS = (
 )
 
 
-class Waker:
-    """Sends ``NOTIFY`` on the queue channel from its own thread, at once when poked (pokes
-    during a send are coalesced into the next one)."""
-
-    def __init__(self, connect: Callable[[], Any], channel: str) -> None:
-        self.connect, self.channel = connect, channel
-        self.wanted = threading.Event()
-        self.closed = False
-        self.thread = threading.Thread(target=self._loop, name="lil-pg-queue-wake", daemon=True)
-        self.thread.start()
-
-    def _loop(self) -> None:
-        conn = None
-        while not self.closed:
-            self.wanted.wait()
-            self.wanted.clear()
-            if self.closed:
-                break
-            try:
-                if conn is None:
-                    conn = self.connect()
-                    conn.execute("SET synchronous_commit TO off")
-                conn.execute(f'NOTIFY "{self.channel}"')
-            except Exception:  # the server is away: idle workers ask again after their wait
-                conn = None
-
-    def close(self) -> None:
-        self.closed = True
-        self.wanted.set()
-
-
 class PgQueues:
     """The ``QueueJournal`` role of ``PgJournal``."""
 
     where: Any
     session: str
     ttl: float
-    _waker: Waker | None = None
+    _waker: Notifier | None = None
     _listener: Any = None
 
     def _run(self, fn: Callable[[Any], Any]) -> Any:
@@ -142,7 +113,10 @@ class PgQueues:
         new = bool(self._run(go))
         if new:
             if self._waker is None:
-                self._waker = Waker(self._fresh, self._channel)
+                from letitloop.journal.postgres._listen import Notifier  # here: at the top, a cycle
+
+                wake = "lil-pg-queue-wake"  # at once: idle workers wait on it
+                self._waker = Notifier(self._fresh, self._channel, delay=0.0, name=wake)
             self._waker.wanted.set()
         return new
 
