@@ -79,17 +79,22 @@ class Counts:
     """What the counting server saw."""
 
     executions: dict[tuple[int, str], list[int]] = field(default_factory=lambda: defaultdict(list))
+    started: dict[tuple[int, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     effects: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     effect_calls: int = 0
     now: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     max_total: int = 0
     max_per_pid: int = 0
+    dead: dict[int, float] = field(default_factory=dict)  # pid: when the test saw it die
+    late_enters: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def forget(self, pid: int) -> None:
-        """A killed worker's steps are not running any more."""
+        """A killed worker's steps are not running any more, nor any it asked to enter before
+        its death that the server reads only now."""
         with self.lock:
             self.now.pop(pid, None)
+            self.dead[pid] = time.monotonic()
 
 
 def _handler(counts: Counts) -> type[BaseHTTPRequestHandler]:
@@ -103,6 +108,9 @@ def _handler(counts: Counts) -> type[BaseHTTPRequestHandler]:
             with counts.lock:
                 if self.path == "/step":
                     counts.executions[(body["run"], body["name"])].append(body["pid"])
+                    counts.started[(body["run"], body["name"])].append(time.monotonic())
+                elif self.path == "/enter" and body["pid"] in counts.dead:
+                    counts.late_enters += 1  # sent before its SIGKILL, read after: not running
                 elif self.path == "/enter":
                     counts.now[body["pid"]] += 1
                     counts.max_per_pid = max(counts.max_per_pid, counts.now[body["pid"]])
@@ -235,7 +243,7 @@ def chaos(
             enqueue_all(workdir, fleet.env, runs, seconds)
             for _ in range(workers):
                 fleet.start()
-            done_kills, fleet_killed = 0, False
+            done_kills, fleet_killed, last_kill = 0, False, 0.0
             t0 = time.monotonic()
             while unfinished(journal) and time.monotonic() - t0 < deadline:
                 time.sleep(rng.uniform(0.15, 0.5))
@@ -248,7 +256,7 @@ def chaos(
                         killed.add(p.pid)
                         counts.forget(p.pid)
                         done_kills += 1
-                    fleet_killed = True
+                    fleet_killed, last_kill = True, time.monotonic() - t0
                     for _ in range(workers):
                         fleet.start()
                     continue
@@ -258,12 +266,15 @@ def chaos(
                 killed.add(victim.pid)
                 counts.forget(victim.pid)
                 done_kills += 1
+                last_kill = time.monotonic() - t0
                 fleet.start()
             left = unfinished(journal)
             elapsed = time.monotonic() - t0
         finally:
             fleet.kill_all()
-        return report(journal, counts, killed, runs, done_kills, left, elapsed, fleet)
+        r = report(journal, counts, killed, runs, done_kills, left, elapsed, fleet)
+        r.update(fleet_killed=fleet_killed, last_kill=last_kill)
+        return r
 
 
 def report(
@@ -271,13 +282,16 @@ def report(
     elapsed: float, fleet: Fleet,
 ) -> dict[str, Any]:  # fmt: skip
     """The bar's numbers: unfinished runs, steps run again without their executor being
-    killed (acknowledged steps lost), re-executions, duplicate effects, the limits seen."""
+    killed before the next execution began (acknowledged steps lost, or a live worker's run
+    taken over), re-executions, duplicate effects, the limits seen."""
     unexplained = []
     reexecutions = 0
     for (run, name), pids in counts.executions.items():
         reexecutions += len(pids) - 1
-        for pid in pids[:-1]:  # every execution but the last was cut short by a kill
-            if pid not in killed:
+        starts = counts.started[(run, name)]
+        # each execution but the last was cut short: its worker was killed before the next began
+        for pid, again in zip(pids[:-1], starts[1:], strict=True):
+            if pid not in killed or counts.dead.get(pid, again) >= again:
                 unexplained.append((run, name, pids))
     items = journal.queue_items(queue="chaos", limit=100_000)
     results = journal.results([i.run_id for i in items])
@@ -294,5 +308,6 @@ def report(
         "effect_calls": counts.effect_calls,
         "max_total": counts.max_total,
         "max_per_pid": counts.max_per_pid,
+        "late_enters": counts.late_enters,  # from killed workers, read after their death
         "output": fleet.output,
     }
