@@ -156,7 +156,8 @@ class QueueBoard:
     # -- what workers do -----------------------------------------------------------------
 
     def beat(self, worker: WorkerInfo, now: float, session: str | None = None) -> list[str]:
-        """Register or refresh a worker; return the runs it believes it holds but does not."""
+        """Register or refresh a worker; return the runs it believes it holds but does not
+        (taken over or given back; not those it finished itself since it said what it holds)."""
         old = self.workers.get(worker.worker)
         if old is None and len(self.workers) >= MAX_WORKERS:
             self._forget_lapsed(now)
@@ -170,7 +171,11 @@ class QueueBoard:
         )
         if session is not None:
             self.sessions[worker.worker] = session
-        return [r for r in worker.runs if r not in held]
+        return [r for r in worker.runs if r not in held and not self._finished_by(r, worker.worker)]
+
+    def _finished_by(self, run_id: str, worker: str) -> bool:
+        item = self.items.get(run_id)
+        return item is not None and item.state == "finished" and item.claimed_by == worker
 
     def held_by(self, worker: str) -> set[str]:
         return {

@@ -164,6 +164,20 @@ def test_a_lapsed_workers_runs_are_taken_over(backend: Any) -> None:
     assert states["fast"].runs == ("z",)
 
 
+def test_a_run_the_worker_just_finished_is_not_reported_taken_over(backend: Any) -> None:
+    # the heartbeat says which runs the worker holds; one may finish before the beat arrives:
+    # `lil worker` logged it as "taken over by another worker (this one lapsed)"
+    j = backend()
+    j.enqueue(QueueSpec("q"), item("x"))
+    j.enqueue(QueueSpec("q"), item("y"))
+    assert len(j.claim(worker("w"), 2)) == 2
+    assert j.finish_item("w@host/w", "x", "completed") is True
+    assert j.beat_worker(worker("w")._replace(runs=("x", "y"))) == []
+    assert j.finish_item("w@host/w", "y", "released") is True  # given back: no longer its own
+    assert j.beat_worker(worker("w")._replace(runs=("y",))) == ["y"]
+    assert j.beat_worker(worker("w")) == []  # an idle worker's beat
+
+
 def test_bad_specs_are_refused_plainly(backend: Any) -> None:
     j = backend()
     with pytest.raises(ConfigError, match="concurrency=0"):

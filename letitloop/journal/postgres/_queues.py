@@ -135,12 +135,12 @@ class PgQueues:
         def go(conn: Any) -> list[str]:
             with conn.transaction():
                 _beat(conn, worker)
-                held = {
+                held = {  # held still, or finished by this worker since it said what it holds
                     r[0]
                     for r in conn.execute(
-                        "SELECT run_id FROM lil_queue_items WHERE state = 'claimed' AND "
-                        "claimed_by = %s",
-                        [worker.worker],
+                        "SELECT run_id FROM lil_queue_items WHERE run_id = ANY(%s) AND "
+                        "claimed_by = %s AND state IN ('claimed', 'finished')",
+                        [list(worker.runs), worker.worker],
                     ).fetchall()
                 }
             return [r for r in worker.runs if r not in held]
