@@ -33,5 +33,5 @@ def test_the_inspector_shows_the_budget_and_the_time_its_tries_ran(journal_path:
         header = inspector.header.value
     finally:
         inspector.close()
-    assert "$0.4000 of $0.5000 budget" in header, header
+    assert "$0.40 of $0.50 budget" in header, header
     assert re.search(r" · ran \d+ms · ", header), header  # not the 1.2 s it waited
