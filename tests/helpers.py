@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -519,3 +520,28 @@ def run_cell(page: Any, index: int, until: Any, timeout: float = 60_000) -> None
         except AssertionError:
             if attempt == 2:
                 raise
+
+
+def kill_when_ready(cmd: list[str], *, cwd: Path, env: dict[str, str]) -> None:
+    """Run ``cmd`` in a session of its own until it prints ``ready`` on a line, then SIGKILL its
+    whole group (a scenario that leaves runs blocked mid-step, as a crash leaves them)."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "ready", (line, proc.stderr.read() if proc.stderr else "")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert proc.returncode == -signal.SIGKILL

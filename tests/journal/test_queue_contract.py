@@ -8,8 +8,6 @@ Two journal objects over one store are two processes, as in tests/journal/test_c
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,48 +15,9 @@ import pytest
 from letitloop.errors import ConfigError, JournalError
 from letitloop.journal import QueueItem, QueueSpec, WorkerInfo
 from tests.helpers import wait_until
+from tests.journal.test_contract import backend
 
-
-@pytest.fixture(params=["memory", "owner", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A factory of sessions of one fresh journal: ``backend()`` is one more session."""
-    made: list[Any] = []
-    if request.param == "memory":
-        from letitloop.journal import MemoryJournal
-        from letitloop.journal._memory import MemoryStore
-
-        store = MemoryStore()
-
-        def session() -> Any:
-            made.append(MemoryJournal(store))
-            return made[-1]
-
-    elif request.param == "owner":
-        from letitloop.journal.duckdb._client import OwnerJournal
-
-        path = tmp_path / "journal" / "journal.duckdb"
-
-        def session() -> Any:
-            made.append(OwnerJournal(path))
-            return made[-1]
-
-    else:
-        from letitloop.journal.postgres._journal import PgJournal
-
-        url = request.getfixturevalue("pg_dsn")
-
-        def session() -> Any:
-            made.append(PgJournal(url))
-            return made[-1]
-
-    session.kind = request.param  # type: ignore[attr-defined]
-    yield session
-    for j in made:
-        j.close()
-    if request.param == "owner":
-        from letitloop.journal.duckdb._client import stop_owner
-
-        stop_owner(tmp_path / "journal" / "journal.duckdb")
+__all__ = ["backend"]  # the contract suite's fixture, used by name
 
 
 def item(run: str, queue: str = "q", priority: int = 0) -> QueueItem:

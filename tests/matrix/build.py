@@ -11,9 +11,7 @@ this process's memory: the kills happen on DuckDB, the memory journal holds what
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -22,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import child_env, run_lil, wait_until
+from tests.helpers import child_env, kill_when_ready, run_lil, wait_until
 from tests.notify.receiver import Receiver
 
 HERE = Path(__file__).resolve().parent
@@ -134,26 +132,11 @@ def build(backend: str, root: Path, location: str) -> Scenario:
 
 def _first(scenario: Scenario) -> None:
     """The first process, SIGKILLed (its whole group) once its blocked runs are inside."""
-    proc = subprocess.Popen(
+    kill_when_ready(
         [sys.executable, str(HERE / "scenario.py"), str(scenario.project), "first", *ACTING],
         cwd=scenario.project,
         env=scenario.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
     )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", (line, proc.stderr.read() if proc.stderr else "")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-    assert proc.returncode == -signal.SIGKILL
 
 
 def on_memory(source: Scenario) -> Scenario:

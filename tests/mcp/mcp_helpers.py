@@ -21,7 +21,7 @@ from typing import Any
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.helpers import wait_until
+from tests.helpers import kill_when_ready, wait_until
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -96,25 +96,9 @@ def env_for(project: Path) -> dict[str, str]:
 
 def script_journal(project: Path) -> None:
     """Run the scenario in a subprocess and SIGKILL it once its last two runs are blocked."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "scenario.py"), str(project)],
-        cwd=project,
-        env=env_for(project),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    kill_when_ready(
+        [sys.executable, str(HERE / "scenario.py"), str(project)], cwd=project, env=env_for(project)
     )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", (line, proc.stderr.read() if proc.stderr else "")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
     wait_until(
         lambda: run_status(project, "flows.slow:d") == "interrupted",
         60,

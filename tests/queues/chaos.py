@@ -204,6 +204,28 @@ def write_flow(workdir: Path) -> None:
     (workdir / "chaosflow.py").write_text(textwrap.dedent(FLOW))
 
 
+def metrics_journal(workdir: Path) -> tuple[Path, dict[str, str]]:
+    """A DuckDB journal in ``workdir`` with 3 completed runs and 4 runs waiting in the queue
+    ``chaos``, and the environment that finds it (what the metrics tests scrape)."""
+    (workdir / ".letitloop").mkdir()
+    journal_path = workdir / ".letitloop" / "journal.duckdb"
+    write_flow(workdir)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{workdir}{os.pathsep}{ROOT}",
+        "LIL_JOURNAL": str(journal_path),
+        "CHAOS_SERVER": "http://127.0.0.1:9",  # never called: these runs only wait in the queue
+    }
+    code = (
+        "import chaosflow\nfrom letitloop import durable, step\n"
+        "@durable\ndef quick(x):\n    return step('one', lambda v: v + 1, x)\n"
+        "for i in range(3):\n    quick(i)\n"
+        "for i in range(4):\n    chaosflow.QUEUE.enqueue(chaosflow.job, i)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, check=True, timeout=120)
+    return journal_path, env
+
+
 def enqueue_all(workdir: Path, env: dict[str, str], n: int, seconds: float) -> None:
     """Enqueue ``n`` runs from a process of their own (as an application would)."""
     code = (

@@ -5,7 +5,6 @@ process pushes them periodically through the SDK the environment configures."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.queues.chaos import ROOT, write_flow
+from tests.queues.chaos import metrics_journal
 
 LIL = str(Path(sys.executable).with_name("lil"))
 
@@ -22,23 +21,7 @@ LIL = str(Path(sys.executable).with_name("lil"))
 @pytest.fixture
 def journal_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A DuckDB journal with 3 completed runs and 4 runs waiting in the queue ``chaos``."""
-    (tmp_path / ".letitloop").mkdir()
-    journal_path = tmp_path / ".letitloop" / "journal.duckdb"
-    write_flow(tmp_path)
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
-        "LIL_JOURNAL": str(journal_path),
-        "CHAOS_SERVER": "http://127.0.0.1:9",  # never called: these runs only wait in the queue
-    }
-    code = (
-        "import chaosflow\nfrom letitloop import durable, step\n"
-        "@durable\ndef quick(x):\n    return step('one', lambda v: v + 1, x)\n"
-        "for i in range(3):\n    quick(i)\n"
-        "for i in range(4):\n    chaosflow.QUEUE.enqueue(chaosflow.job, i)\n"
-    )
-    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
-    return journal_path, env
+    return metrics_journal(tmp_path)
 
 
 def _points(data: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

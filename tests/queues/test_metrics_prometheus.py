@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.queues.chaos import ROOT, write_flow
+from tests.helpers import free_port
+from tests.queues.chaos import metrics_journal
 
 LIL = str(Path(sys.executable).with_name("lil"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _query(port: int, promql: str) -> list[dict[str, Any]]:
@@ -40,26 +34,11 @@ def _query(port: int, promql: str) -> list[dict[str, Any]]:
 def test_prometheus_scrapes_lil_metrics_and_agrees_with_the_journal(tmp_path: Path) -> None:
     prometheus = shutil.which("prometheus")
     assert prometheus, "install Debian's prometheus (make test installs SYSTEM_PACKAGES)"
-    (tmp_path / ".letitloop").mkdir()
-    journal_path = tmp_path / ".letitloop" / "journal.duckdb"
-    write_flow(tmp_path)
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
-        "LIL_JOURNAL": str(journal_path),
-        "CHAOS_SERVER": "http://127.0.0.1:9",  # never called: these runs only wait in the queue
-    }
-    code = (
-        "import chaosflow\nfrom letitloop import durable, step\n"
-        "@durable\ndef quick(x):\n    return step('one', lambda v: v + 1, x)\n"
-        "for i in range(3):\n    quick(i)\n"
-        "for i in range(4):\n    chaosflow.QUEUE.enqueue(chaosflow.job, i)\n"
-    )
-    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+    journal_path, env = metrics_journal(tmp_path)
     from letitloop.journal import open_journal
 
     journal = open_journal(journal_path)
-    metrics_port, prom_port = _free_port(), _free_port()
+    metrics_port, prom_port = free_port(), free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: lil\n    static_configs:\n"
